@@ -1,0 +1,1 @@
+"""One module per item; the default table is built in command_handle.form._defaults."""
