@@ -124,6 +124,9 @@ class Compiler:
                 operator_keys.append(key)
             else:
                 others.append(key)
+        # Operators first: an unsupported encoding explains its stray options better
+        # than "unknown directive" would.
+        operators = [registry.operators[key].compile(self, obj, pointer) for key in operator_keys]
         allowed: set[str] = set()
         if domain_key is not None:
             allowed |= registry.domains[domain_key].properties
@@ -138,7 +141,6 @@ class Compiler:
             domain = self.plain_object(obj, plain, pointer, keep_undefined)
         if not operator_keys and domain_key is None:
             return domain  # only modifiers: they leave no trace in the output
-        operators = [registry.operators[key].compile(self, obj, pointer) for key in operator_keys]
         provenance = any(registry.operators[k].needs_provenance(self, obj) for k in operator_keys)
         return DirectiveNode(domain, operators, pointer, provenance)
 

@@ -79,16 +79,16 @@ class Includer:
         return resource
 
     def _load_file(self, path: str, pointer: str) -> object:
-        if self.base_dir is None:
-            raise IncludeError(
-                f"$include of file {_describe(path)} refused: no include base directory is "
-                "configured (pass include_base to compile_template)",
-                pointer,
-            )
         if path.startswith("/") or "\x00" in path:
             raise IncludeError(
                 f"$include of {_describe(path)} refused: absolute paths are not allowed; "
                 "use a path relative to the include base or a '#' fragment",
+                pointer,
+            )
+        if self.base_dir is None:
+            raise IncludeError(
+                f"$include of file {_describe(path)} refused: no include base directory is "
+                "configured (pass include_base to compile_template)",
                 pointer,
             )
         target = (self.base_dir / path).resolve()

@@ -1,0 +1,223 @@
+"""The conformance runner: language-neutral JSON vectors in ``spec_tests/vectors``.
+
+Each vector file names its ``suite``; each suite has a runner function here
+that raises :class:`VectorFailure` with a reason when a vector does not hold.
+``command-handle conformance`` and the pytest runner in ``spec_tests/`` both
+use this module, so the table and the test suite cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _json, form
+
+__all__ = [
+    "SUITES",
+    "Vector",
+    "VectorFailure",
+    "VectorResult",
+    "default_vectors_dir",
+    "format_table",
+    "load_vectors",
+    "run_vector",
+    "same_json",
+]
+
+
+class VectorFailure(AssertionError):
+    """A vector's expectation does not hold."""
+
+
+@dataclass(frozen=True)
+class Vector:
+    suite: str
+    file: Path
+    data: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.data["id"])
+
+    @property
+    def section(self) -> str:
+        return str(self.data.get("section", "?"))
+
+    @property
+    def note(self) -> str | None:
+        note = self.data.get("note")
+        return str(note) if note is not None else None
+
+
+@dataclass(frozen=True)
+class VectorResult:
+    vector: Vector
+    passed: bool
+    detail: str = ""
+
+
+def default_vectors_dir() -> Path | None:
+    """``spec_tests/vectors`` of the source checkout, or of the current directory."""
+    for base in (Path(__file__).resolve().parent.parent, Path.cwd()):
+        candidate = base / "spec_tests" / "vectors"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def load_vectors(directory: Path) -> list[Vector]:
+    vectors: list[Vector] = []
+    for file in sorted(directory.glob("*.json")):
+        document = _json.loads(file.read_bytes())
+        suite = document["suite"]
+        vectors.extend(Vector(suite, file, item) for item in document["vectors"])
+    return vectors
+
+
+def same_json(a: object, b: object) -> bool:
+    """JSON equality: numbers by value, booleans distinct from numbers, objects unordered."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        if isinstance(a, float) and math.isnan(a):
+            return isinstance(b, float) and math.isnan(b)
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        return str(a) == str(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, bytes) and isinstance(b, bytes):
+        return bytes(a) == bytes(b)
+    return False
+
+
+def _show(value: object) -> str:
+    if value is form.UNDEFINED:
+        return "UNDEFINED"
+    try:
+        text = _json.stringify(value)
+    except (ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def check_error(vector: Vector, exc: Exception, phase: str) -> None:
+    """Compare a raised error with the vector's ``error`` expectation."""
+    expected = vector.data["error"]
+    cls = getattr(form, expected["type"], None) or _find_error_class(expected["type"])
+    if not isinstance(exc, cls):
+        raise VectorFailure(f"expected {expected['type']}, got {type(exc).__name__}: {exc}")
+    if expected.get("phase", phase) != phase:
+        raise VectorFailure(f"expected the error at {expected['phase']}, it came at {phase}: {exc}")
+    message = str(exc)
+    if expected.get("contains") and expected["contains"] not in message:
+        raise VectorFailure(f"message {message!r} lacks {expected['contains']!r}")
+    if "pointer" in expected and getattr(exc, "pointer", None) != expected["pointer"]:
+        raise VectorFailure(
+            f"expected pointer {expected['pointer']!r}, got {getattr(exc, 'pointer', None)!r}"
+        )
+
+
+_ERROR_CLASSES: dict[str, type[Exception]] = {}
+
+
+def register_error_class(cls: type[Exception]) -> None:
+    _ERROR_CLASSES[cls.__name__] = cls
+
+
+def _find_error_class(name: str) -> type[Exception]:
+    if name not in _ERROR_CLASSES:
+        raise VectorFailure(f"unknown error class {name!r} in vector")
+    return _ERROR_CLASSES[name]
+
+
+def check_value(vector: Vector, result: object) -> None:
+    data = vector.data
+    if data.get("expect_undefined"):
+        if result is not form.UNDEFINED:
+            raise VectorFailure(f"expected UNDEFINED, got {_show(result)}")
+    elif not same_json(result, data["expect"]):
+        raise VectorFailure(f"expected {_show(data['expect'])}, got {_show(result)}")
+    for key, value in data.get("expect_headers", {}).items():
+        headers = form.headers_of(result)
+        if headers.get(key) != value:
+            raise VectorFailure(f"expected header {key}: {value!r}, got {dict(headers.items())!r}")
+
+
+def _form_options(vector: Vector) -> dict[str, Any]:
+    options = dict(vector.data.get("options", {}))
+    if "include_base" in options:
+        options["include_base"] = vector.file.parent.parent / options["include_base"]
+    if "limits" in options:
+        options["limits"] = form.Limits(**options["limits"])
+    return options
+
+
+def run_tool_form(vector: Vector) -> None:
+    data = vector.data
+    try:
+        template = form.compile_template(data["template"], **_form_options(vector))
+    except Exception as exc:
+        if "error" not in data:
+            raise VectorFailure(f"compile failed: {type(exc).__name__}: {exc}") from exc
+        check_error(vector, exc, "compile")
+        return
+    try:
+        result = template.evaluate(data.get("args"))
+    except Exception as exc:
+        if "error" not in data:
+            raise VectorFailure(f"evaluation failed: {type(exc).__name__}: {exc}") from exc
+        check_error(vector, exc, "evaluate")
+        return
+    if "error" in data:
+        raise VectorFailure(f"expected {data['error']['type']}, got {_show(result)}")
+    check_value(vector, result)
+
+
+SUITES: dict[str, Callable[[Vector], None]] = {"tool-form": run_tool_form}
+
+
+def run_vector(vector: Vector) -> VectorResult:
+    runner = SUITES.get(vector.suite)
+    if runner is None:
+        return VectorResult(vector, False, f"no runner for suite {vector.suite!r}")
+    try:
+        runner(vector)
+    except VectorFailure as exc:
+        return VectorResult(vector, False, str(exc))
+    return VectorResult(vector, True)
+
+
+def _section_key(section: str) -> tuple[Any, ...]:
+    parts: list[Any] = []
+    for piece in section.replace("A.", "99.").split("."):
+        parts.append(int(piece) if piece.isdigit() else piece)
+    return tuple(parts)
+
+
+def format_table(results: list[VectorResult]) -> Iterator[str]:
+    """Lines of the per-section pass table, then the failures."""
+    rows: dict[tuple[str, str], list[VectorResult]] = {}
+    for result in results:
+        rows.setdefault((result.vector.suite, result.vector.section), []).append(result)
+    yield f"{'suite':<16} {'section':<8} {'passed':>6} {'failed':>6} {'noted':>6}"
+    for suite, section in sorted(rows, key=lambda k: (k[0], _section_key(k[1]))):
+        group = rows[(suite, section)]
+        passed = sum(r.passed for r in group)
+        noted = sum(r.vector.note is not None for r in group)
+        yield f"{suite:<16} {section:<8} {passed:>6} {len(group) - passed:>6} {noted:>6}"
+    total = len(results)
+    passed = sum(r.passed for r in results)
+    noted = sum(r.vector.note is not None for r in results)
+    yield f"{'total':<16} {'':<8} {passed:>6} {total - passed:>6} {noted:>6}"
+    for result in results:
+        if not result.passed:
+            yield f"FAILED {result.vector.suite} {result.vector.id}: {result.detail}"
