@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Callable
 from decimal import Decimal
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import Any
 
 __all__ = [
@@ -152,7 +152,7 @@ def _write_compact(value: object, parts: list[str], depth: int) -> None:
         return
     text = _scalar_text(value)
     if text is None:
-        raise NonJSONValueError(f"a {type(value).__name__} value has no JSON form")
+        raise _no_json_form(value)
     parts.append(text)
 
 
@@ -193,8 +193,14 @@ def _write_indented(value: object, parts: list[str], unit: str, newline: str, de
         return
     text = _scalar_text(value)
     if text is None:
-        raise NonJSONValueError(f"a {type(value).__name__} value has no JSON form")
+        raise _no_json_form(value)
     parts.append(text)
+
+
+def _no_json_form(value: object) -> NonJSONValueError:
+    if isinstance(value, bytes):
+        return NonJSONValueError("a binary value has no JSON form; encode it with base64 first")
+    return NonJSONValueError(f"a {type(value).__name__} value has no JSON form")
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ intact. Every query is parsed once, at compile time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import jsonpath_rfc9535 as jsonpath
 from jsonpath_rfc9535.filter_expressions import FilterContext, FilterExpression
@@ -34,11 +35,11 @@ _MISSING = object()
 
 
 def _is_name_first(c: str) -> bool:
-    return c.isascii() and (c.isalpha() or c == "_") or (not c.isascii() and _non_surrogate(c))
+    return (c.isascii() and (c.isalpha() or c == "_")) or (not c.isascii() and _non_surrogate(c))
 
 
 def _is_name_char(c: str) -> bool:
-    return _is_name_first(c) or c.isdigit() and c.isascii()
+    return _is_name_first(c) or (c.isdigit() and c.isascii())
 
 
 def _non_surrogate(c: str) -> bool:
@@ -154,7 +155,9 @@ def _run_query(query: jsonpath.JSONPathQuery, args: object, pointer: str) -> lis
     except jsonpath.JSONPathRecursionError:
         raise LimitError("JSONPath recursive descent went too deep", pointer) from None
     except jsonpath.JSONPathError as exc:
-        raise EvaluationError(f"JSONPath evaluation failed: {_syntax_message(exc)}", pointer) from None
+        raise EvaluationError(
+            f"JSONPath evaluation failed: {_syntax_message(exc)}", pointer
+        ) from None
 
 
 def _walk(steps: tuple[str | int, ...], value: object) -> object:
@@ -168,7 +171,8 @@ def _walk(steps: tuple[str | int, ...], value: object) -> object:
         else:
             if not isinstance(value, list):
                 return _MISSING
-            index = step if step >= 0 else len(value) + step  # type: ignore[operator]
+            step = cast(int, step)
+            index = step if step >= 0 else len(value) + step
             if not 0 <= index < len(value):
                 return _MISSING
             value = value[index]

@@ -44,12 +44,15 @@ class Includer:
         self.resolver = resolver
         self.max_bytes = max_bytes
 
-    def load(self, reference: str, pointer: str) -> object:
+    def load(self, reference: str, pointer: str, *, computed: bool = False) -> object:
+        """Load ``reference``. A ``computed`` reference came from the arguments and is
+        never quoted in error messages."""
+        name = _COMPUTED if computed else _describe(reference)
         parts = urlsplit(reference)
         fragment = unquote(parts.fragment)
         if parts.scheme or parts.netloc:
             raise IncludeError(
-                f"$include of {_describe(reference)} refused: only relative file references "
+                f"$include of {name} refused: only relative file references "
                 "and '#' fragments are allowed (no URI schemes, no network)",
                 pointer,
             )
@@ -65,61 +68,65 @@ class Includer:
                 raise exc.at(pointer) from None
             except Exception as exc:
                 raise IncludeError(
-                    f"include resolver failed for {_describe(path)}: {type(exc).__name__}", pointer
+                    f"include resolver failed for {name}: {type(exc).__name__}", pointer
                 ) from None
         else:
-            resource = self._load_file(path, pointer)
+            resource = self._load_file(path, pointer, _COMPUTED if computed else _describe(path))
         if parts.fragment or reference.endswith("#"):
             try:
                 return _pointer.resolve(resource, fragment)
             except LookupError as exc:
+                shown = "of the computed reference" if computed else repr(fragment)
                 raise IncludeError(
-                    f"$include fragment {fragment!r} does not resolve: {exc}", pointer
+                    f"$include fragment {shown} does not resolve: {exc}", pointer
                 ) from None
         return resource
 
-    def _load_file(self, path: str, pointer: str) -> object:
+    def _load_file(self, path: str, pointer: str, name: str) -> object:
         if path.startswith("/") or "\x00" in path:
             raise IncludeError(
-                f"$include of {_describe(path)} refused: absolute paths are not allowed; "
+                f"$include of {name} refused: absolute paths are not allowed; "
                 "use a path relative to the include base or a '#' fragment",
                 pointer,
             )
         if self.base_dir is None:
             raise IncludeError(
-                f"$include of file {_describe(path)} refused: no include base directory is "
+                f"$include of file {name} refused: no include base directory is "
                 "configured (pass include_base to compile_template)",
                 pointer,
             )
         target = (self.base_dir / path).resolve()
         if not target.is_relative_to(self.base_dir):
             raise IncludeError(
-                f"$include of {_describe(path)} refused: it resolves outside the include base",
+                f"$include of {name} refused: it resolves outside the include base",
                 pointer,
             )
         try:
             with open(target, "rb") as handle:
                 data = handle.read(self.max_bytes + 1)
         except FileNotFoundError:
-            raise IncludeError(f"$include file {_describe(path)} does not exist", pointer) from None
+            raise IncludeError(f"$include file {name} does not exist", pointer) from None
         except IsADirectoryError:
-            raise IncludeError(f"$include target {_describe(path)} is a directory", pointer) from None
+            raise IncludeError(f"$include target {name} is a directory", pointer) from None
         except OSError as exc:
             raise IncludeError(
-                f"$include file {_describe(path)} cannot be read: {exc.strerror}", pointer
+                f"$include file {name} cannot be read: {exc.strerror}", pointer
             ) from None
         if len(data) > self.max_bytes:
             raise IncludeError(
-                f"$include file {_describe(path)} is larger than {self.max_bytes} bytes", pointer
+                f"$include file {name} is larger than {self.max_bytes} bytes", pointer
             )
         try:
             return _json.loads(data)
         except _json.JSONDecodeError as exc:
             raise IncludeError(
-                f"$include file {_describe(path)} is not valid JSON: {exc.message} "
+                f"$include file {name} is not valid JSON: {exc.message} "
                 f"(line {exc.line}, column {exc.column})",
                 pointer,
             ) from None
+
+
+_COMPUTED = "the computed reference"
 
 
 def _describe(reference: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 from ._values import UNDEFINED
 
@@ -32,8 +33,8 @@ def _rank(value: object) -> int:
     raise TypeError(f"a {type(value).__name__} value has no place in the total order")
 
 
-def _cmp(a: object, b: object) -> int:
-    return (a > b) - (a < b)  # type: ignore[operator]
+def _cmp(a: Any, b: Any) -> int:
+    return int(a > b) - int(a < b)
 
 
 def _compare_numbers(a: float, b: float) -> int:

@@ -94,15 +94,18 @@ class Registry:
         self.transforms: dict[str, Transform] = {}
         self.encodings: dict[str, Encoding] = {}
 
-    def add_directive(self, directive: ModifierDirective | DomainDirective | OperatorDirective) -> None:
+    def add_directive(
+        self, directive: ModifierDirective | DomainDirective | OperatorDirective
+    ) -> None:
         name = directive.name
         if not name.startswith("$") or name.startswith("$$"):
             raise ValueError(f"directive names start with a single '$': {name!r}")
-        table: dict[str, Any] = {
+        tables: dict[str, dict[str, Any]] = {
             "modifier": self.modifiers,
             "domain": self.domains,
             "operator": self.operators,
-        }[directive.category]
+        }
+        table = tables[directive.category]
         for other in (self.modifiers, self.domains, self.operators):
             other.pop(name, None)
         table[name] = directive

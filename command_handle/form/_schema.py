@@ -28,15 +28,17 @@ def _build(schema: object, format_assertion: bool) -> Any:
     if not isinstance(schema, dict | bool):
         raise ValueError("a JSON Schema is an object or a boolean")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
+    cls.check_schema(schema)  # type: ignore[arg-type]  # boolean schemas are valid too
     checker = cls.FORMAT_CHECKER if format_assertion else None
     return cls(schema, format_checker=checker)
 
 
 def _schema_problem(exc: Exception) -> str:
+    # jsonschema's own message quotes the offending value, which may come from the
+    # arguments; name the location and the metaschema keyword instead.
     if isinstance(exc, jsonschema.SchemaError):
         where = "/" + "/".join(str(p) for p in exc.path) if exc.path else "its root"
-        return f"invalid JSON Schema at {where}: {exc.message}"
+        return f"invalid JSON Schema at {where}: fails the metaschema's {exc.validator!r} rule"
     return f"invalid JSON Schema: {exc}"
 
 
@@ -80,6 +82,10 @@ class SchemaCheck:
         try:
             return bool(validator.is_valid(instance))
         except referencing.exceptions.Unresolvable:
-            raise EvaluationError("the schema has a $ref that cannot be resolved", self.pointer) from None
+            raise EvaluationError(
+                "the schema has a $ref that cannot be resolved", self.pointer
+            ) from None
         except RecursionError:
-            raise EvaluationError("the instance is nested too deeply to validate", self.pointer) from None
+            raise EvaluationError(
+                "the instance is nested too deeply to validate", self.pointer
+            ) from None

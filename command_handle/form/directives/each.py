@@ -124,7 +124,9 @@ class EachDirective:
         query = compiler.query(value, where) if isinstance(value, str) else None
         source = None if query is not None else compiler.compile(value, where)
         key = (
-            compiler.compile(obj["$key"], _pointer.child(pointer, "$key")) if "$key" in obj else None
+            compiler.compile(obj["$key"], _pointer.child(pointer, "$key"))
+            if "$key" in obj
+            else None
         )
         if "$value" in obj:
             if plain:

@@ -50,7 +50,12 @@ class EncodeOperator:
             functions = []
             for name in names:
                 if name not in self.table:
-                    raise EvaluationError(f"unsupported encoding {name!r}", self.pointer)
+                    # The name may come from the arguments: list what exists, echo nothing.
+                    raise EvaluationError(
+                        "the computed encoding name is unsupported; known: "
+                        + ", ".join(sorted(self.table)),
+                        self.pointer,
+                    )
                 functions.append(self.table[name])
         for function in functions:
             value = function(value, ctx)
@@ -104,12 +109,9 @@ class EncodeDirective:
                         f"unsupported encoding {name!r}; known: {', '.join(sorted(table))}", where
                     )
             compiled = {name: table[name].compile(compiler, obj, pointer) for name in set(names)}
-            return EncodeOperator(
-                node, [compiled[n] for n in names], compiled, content_type, where
-            )
+            return EncodeOperator(node, [compiled[n] for n in names], compiled, content_type, where)
         if isinstance(node, Constant):
             node = Constant(None, where)  # a literal that names nothing yields Undefined
             return EncodeOperator(node, None, {}, content_type, where)
         compiled = {name: enc.compile(compiler, obj, pointer) for name, enc in table.items()}
         return EncodeOperator(node, None, compiled, content_type, where)
-

@@ -33,7 +33,7 @@ class IncludeNode:
         reference = materialize(self.reference.evaluate(ctx))
         if not isinstance(reference, str):
             return UNDEFINED
-        return self.includer.load(reference, self.pointer)
+        return self.includer.load(reference, self.pointer, computed=True)
 
 
 class IncludeDirective:

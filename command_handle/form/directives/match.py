@@ -62,4 +62,3 @@ class MatchDirective(SimpleOperator):
             else:
                 branches.append((None, compiler.compile(branch, at)))
         return MatchOperator(branches, where)
-

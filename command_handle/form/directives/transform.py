@@ -43,7 +43,11 @@ class TransformOperator:
     __slots__ = ("fixed", "names", "pointer", "table")
 
     def __init__(
-        self, names: Node, fixed: list[Transform] | None, table: Mapping[str, Transform], pointer: str
+        self,
+        names: Node,
+        fixed: list[Transform] | None,
+        table: Mapping[str, Transform],
+        pointer: str,
     ) -> None:
         self.names = names
         self.fixed = fixed
@@ -59,7 +63,12 @@ class TransformOperator:
             transforms = []
             for name in names:
                 if name not in self.table:
-                    raise EvaluationError(f"unknown transform {name!r}", self.pointer)
+                    # The name may come from the arguments: list what exists, echo nothing.
+                    raise EvaluationError(
+                        "the computed transform name is unknown; known: "
+                        + ", ".join(sorted(self.table)),
+                        self.pointer,
+                    )
                 transforms.append(self.table[name])
         for transform in transforms:
             value = transform(value)
