@@ -161,6 +161,8 @@ def to_text(value: object, ctx: EvalContext, pointer: str) -> str:
     everything else as JSON text."""
     if isinstance(value, str):
         return value
+    if type(value) is int:
+        return str(value)  # the common case, without the serialiser's dispatch
     if value is UNDEFINED:
         return ""
     try:
@@ -191,7 +193,8 @@ class StringTemplateNode:
                 chunks.append(part)
             else:
                 # The value is data: it is converted to text, never evaluated again.
-                chunks.append(to_text(part.evaluate(args), ctx, self.pointer))  # type: ignore[union-attr]
+                value = part.evaluate(args)  # type: ignore[union-attr]
+                chunks.append(value if type(value) is str else to_text(value, ctx, self.pointer))
         text = "".join(chunks)
         ctx.count_output(len(text), self.pointer)
         return text

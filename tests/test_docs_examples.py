@@ -1,0 +1,65 @@
+"""The examples shown in README.md and docs/ produce what those pages say."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+from command_handle.form import compile_template, headers_of, load_template
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_tour() -> None:
+    template = compile_template(
+        {
+            "url": {"$uri": "https://api.example.com/repos/{org}/issues{?state,labels*}"},
+            "title": "Issues of {{org}}",
+            "labels": {"$": "labels | sort"},
+            "body": {"$encode": "json", "count": {"$": "labels | length"}},
+        }
+    )
+    result = template.evaluate({"org": "acme", "state": "open", "labels": ["bug", "api"]})
+    assert result == {
+        "url": "https://api.example.com/repos/acme/issues?state=open&labels=bug&labels=api",
+        "title": "Issues of acme",
+        "labels": ["api", "bug"],
+        "body": '{"count":2}',
+    }
+    assert isinstance(result, dict)
+    assert headers_of(result["body"])["Content-Type"] == "application/json"
+    assert "labels=bug&labels=api" in (ROOT / "README.md").read_text()
+
+
+def test_reference_example() -> None:
+    template = load_template(ROOT / "fixtures" / "templates" / "report.json")
+    args = {
+        "org": "acme",
+        "labels": ["a b", "c"],
+        "team": {
+            "name": "core",
+            "regulated": False,
+            "members": [
+                {"name": "Zed", "role": "owner"},
+                {"name": "Ana", "role": "owner"},
+                {"name": "Bo", "role": "dev"},
+            ],
+            "repos": [{"name": "api"}, {"name": "web"}],
+        },
+    }
+    result = template.evaluate(args)
+    assert isinstance(result, dict)
+    assert result["owners"] == ["Ana", "Zed"]
+    assert result["links"] == {
+        "api": "https://git.example.com/acme/api",
+        "web": "https://git.example.com/acme/web",
+    }
+    # 'team.regulated' is an existence test: present though false.
+    assert result["audit"] == {"level": "full"}
+    assert result["query"] == "state=open&labels.0=a+b&labels.1=c"
+    assert json.loads(base64.b64decode(result["payload"])) == {"team": "core"}
+    assert result["$schema"] == "kept as data"
+    del args["team"]["regulated"]  # type: ignore[attr-defined]
+    result = template.evaluate(args)
+    assert isinstance(result, dict) and "audit" not in result
