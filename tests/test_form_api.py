@@ -144,6 +144,7 @@ def test_private_registry_extends_without_touching_the_default() -> None:
         media_type = "text/plain"
         properties = frozenset({"$sep"})
         needs_provenance = False
+        scope = None
 
         def compile(self, compiler, obj, pointer):  # type: ignore[no-untyped-def]
             sep = obj.get("$sep", "")

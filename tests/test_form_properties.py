@@ -62,7 +62,7 @@ def test_number_text_round_trips_and_follows_ecmascript_shape(number: float) -> 
     assert float(text) == number or (number == 0 and float(text) == 0)
     assert not text.endswith(".0")
     assert "e" not in text or text[text.index("e") + 1] in "+-"
-    if number != 0 and 1e-7 <= abs(number) < 1e21:
+    if number != 0 and 1e-6 <= abs(number) < 1e21:
         assert "e" not in text
 
 

@@ -19,7 +19,7 @@ from ._nodes import (
     ObjectNode,
     StringTemplateNode,
 )
-from ._registry import Registry, Transform
+from ._registry import Registry, Scope, Transform
 from ._schema import SchemaCheck
 from ._strings import parse_string_template
 from ._values import UNDEFINED
@@ -51,6 +51,7 @@ class Compiler:
         self.includer = includer
         self.format_assertion = format_assertion
         self._depth = 0
+        self.scope: Scope | None = None
 
     # -- values ---------------------------------------------------------------
 
@@ -101,9 +102,26 @@ class Compiler:
             return key[1:], Constant(obj[key], child)
         return key, self.compile(obj[key], child)
 
+    def _input_scope(self, obj: dict[str, Any]) -> Scope | None:
+        scope = self.scope
+        for key in obj:
+            operator = self.registry.operators.get(key) if isinstance(key, str) else None
+            if operator is not None:
+                chosen = operator.input_scope(self, obj)
+                if chosen is not False:
+                    scope = chosen  # type: ignore[assignment]
+        return scope
+
     def _object(self, obj: dict[str, Any], pointer: str, keep_undefined: bool) -> Node:
-        directive_keys = [k for k in obj if isinstance(k, str) and is_directive_name(k)]
-        plain = [k for k in obj if not (isinstance(k, str) and is_directive_name(k))]
+        outer_scope = self.scope
+        scope = self._input_scope(obj)
+        passthrough = scope.names if scope is not None else frozenset()
+        directive_keys = [
+            k for k in obj if isinstance(k, str) and is_directive_name(k) and k not in passthrough
+        ]
+        plain = [k for k in obj if k not in directive_keys]
+        if scope is not None:
+            scope.check(obj, pointer)
         if not directive_keys:
             return self.plain_object(obj, plain, pointer, keep_undefined)
         registry = self.registry
@@ -135,10 +153,14 @@ class Compiler:
         for key in others:
             if key not in allowed:
                 raise TemplateSyntaxError(self._unknown_message(key, domain_key), pointer)
-        if domain_key is not None:
-            domain = registry.domains[domain_key].compile(self, obj, pointer, plain)
-        else:
-            domain = self.plain_object(obj, plain, pointer, keep_undefined)
+        self.scope = scope
+        try:
+            if domain_key is not None:
+                domain = registry.domains[domain_key].compile(self, obj, pointer, plain)
+            else:
+                domain = self.plain_object(obj, plain, pointer, keep_undefined)
+        finally:
+            self.scope = outer_scope
         if not operator_keys and domain_key is None:
             return domain  # only modifiers: they leave no trace in the output
         provenance = any(registry.operators[k].needs_provenance(self, obj) for k in operator_keys)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DomainDirective",
+    "Scope",
     "EncodeFunction",
     "Encoding",
     "ModifierDirective",
@@ -68,16 +69,38 @@ class OperatorDirective(Protocol):
 
     def needs_provenance(self, compiler: Compiler, obj: Mapping[str, Any]) -> bool: ...
 
+    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | None | bool:
+        """The Scope for the template of this object's input; False leaves it unchanged."""
+        ...
+
     def compile(self, compiler: Compiler, obj: Mapping[str, Any], pointer: str) -> Operator: ...
 
 
+class Scope(Protocol):
+    """Rules an encoding imposes on the template of its input.
+
+    Inside the input of an ``$encode`` whose first encoding has a scope, the
+    ``$``-names in ``names`` are ordinary properties (the args encoding's
+    ``$args``/``$flags``/``$repeat``), and ``check`` sees every object there
+    before it is compiled, to refuse what the encoding can never accept.
+    """
+
+    names: frozenset[str]
+
+    def check(self, obj: Mapping[str, Any], pointer: str) -> None: ...
+
+
 class Encoding(Protocol):
-    """A named serialisation (section 7). ``properties`` are its ``$``-named options."""
+    """A named serialisation (section 7). ``properties`` are its ``$``-named options;
+    ``scope`` (or None) governs the template of its input."""
 
     name: str
     media_type: str
     properties: frozenset[str]
     needs_provenance: bool
+
+    @property
+    def scope(self) -> Scope | None: ...
 
     def compile(self, compiler: Compiler, obj: Mapping[str, Any], pointer: str) -> EncodeFunction:
         """Read options from ``obj``; return ``encode(value, ctx)``."""

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .._compiler import Compiler
+    from .._registry import Scope
 
 
 class SimpleOperator:
@@ -16,4 +17,7 @@ class SimpleOperator:
         return frozenset()
 
     def needs_provenance(self, compiler: Compiler, obj: Mapping[str, Any]) -> bool:
+        return False
+
+    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | None | bool:
         return False

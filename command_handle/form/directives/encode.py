@@ -14,7 +14,7 @@ from .. import _pointer
 from .._context import EvalContext
 from .._errors import EvaluationError, TemplateSyntaxError
 from .._nodes import Constant, Node, Operator
-from .._registry import EncodeFunction, Encoding
+from .._registry import EncodeFunction, Encoding, Scope
 from .._values import UNDEFINED, EncodedBytes, EncodedStr, headers_of
 from .transform import literal_names, names_of
 
@@ -89,6 +89,15 @@ class EncodeDirective:
 
     def needs_provenance(self, compiler: Compiler, obj: Mapping[str, Any]) -> bool:
         return any(e.needs_provenance for e in self._encodings(compiler, obj))
+
+    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | None | bool:
+        """The scope of the first encoding named literally, which receives the input.
+        An encoding without one, or a name computed at run time, ends any enclosing
+        scope (a JSON payload inside args is JSON)."""
+        value = obj[self.name]
+        first = value[0] if isinstance(value, list) and value else value
+        encoding = compiler.registry.encodings.get(first) if isinstance(first, str) else None
+        return encoding.scope if encoding is not None else None
 
     def compile(self, compiler: Compiler, obj: Mapping[str, Any], pointer: str) -> Operator:
         where = _pointer.child(pointer, self.name)

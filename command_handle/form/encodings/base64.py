@@ -30,6 +30,7 @@ class Base64Encoding:
     media_type = "application/base64"
     properties = frozenset({"$content"})
     needs_provenance = False
+    scope = None
 
     def compile(self, compiler: Compiler, obj: Mapping[str, Any], pointer: str) -> EncodeFunction:
         content = (

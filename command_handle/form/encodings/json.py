@@ -33,6 +33,7 @@ class JsonEncoding:
     media_type = "application/json"
     properties = frozenset({"$indent"})
     needs_provenance = False
+    scope = None
 
     def compile(self, compiler: Compiler, obj: Mapping[str, Any], pointer: str) -> EncodeFunction:
         indent_node = (

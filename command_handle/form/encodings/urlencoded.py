@@ -60,6 +60,7 @@ class UrlencodedEncoding:
     media_type = "application/x-www-form-urlencoded"
     properties: frozenset[str] = frozenset()
     needs_provenance = False
+    scope = None
 
     def compile(self, compiler: Compiler, obj: Mapping[str, Any], pointer: str) -> EncodeFunction:
         def encode(value: object, ctx: EvalContext) -> object:
