@@ -69,7 +69,7 @@ class OperatorDirective(Protocol):
 
     def needs_provenance(self, compiler: Compiler, obj: Mapping[str, Any]) -> bool: ...
 
-    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | None | bool:
+    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | bool | None:
         """The Scope for the template of this object's input; False leaves it unchanged."""
         ...
 

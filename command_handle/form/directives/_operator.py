@@ -19,5 +19,5 @@ class SimpleOperator:
     def needs_provenance(self, compiler: Compiler, obj: Mapping[str, Any]) -> bool:
         return False
 
-    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | None | bool:
+    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | bool | None:
         return False

@@ -90,7 +90,7 @@ class EncodeDirective:
     def needs_provenance(self, compiler: Compiler, obj: Mapping[str, Any]) -> bool:
         return any(e.needs_provenance for e in self._encodings(compiler, obj))
 
-    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | None | bool:
+    def input_scope(self, compiler: Compiler, obj: Mapping[str, Any]) -> Scope | bool | None:
         """The scope of the first encoding named literally, which receives the input.
         An encoding without one, or a name computed at run time, ends any enclosing
         scope (a JSON payload inside args is JSON)."""
