@@ -1,8 +1,10 @@
 """command-handle: run command-line programs for AI agents safely.
 
-Layers: :mod:`command_handle.form` evaluates Tool Form templates.
+Layers: :mod:`command_handle.form` evaluates Tool Form templates;
+:mod:`command_handle.args` turns structured values into argv tokens.
 """
 
+from .args import ArgsError, encode_args
 from .form import (
     UNDEFINED,
     EvaluationError,
@@ -18,6 +20,7 @@ from .form import (
 
 __all__ = [
     "UNDEFINED",
+    "ArgsError",
     "EvaluationError",
     "FormError",
     "IncludeError",
@@ -26,6 +29,7 @@ __all__ = [
     "Template",
     "TemplateSyntaxError",
     "compile_template",
+    "encode_args",
     "evaluate",
 ]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _json, form
+from .args import ArgsError
 
 __all__ = [
     "SUITES",
@@ -182,7 +183,8 @@ def run_tool_form(vector: Vector) -> None:
     check_value(vector, result)
 
 
-SUITES: dict[str, Callable[[Vector], None]] = {"tool-form": run_tool_form}
+SUITES: dict[str, Callable[[Vector], None]] = {"tool-form": run_tool_form, "args": run_tool_form}
+register_error_class(ArgsError)
 
 
 def run_vector(vector: Vector) -> VectorResult:

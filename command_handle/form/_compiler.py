@@ -52,6 +52,8 @@ class Compiler:
         self.format_assertion = format_assertion
         self._depth = 0
         self.scope: Scope | None = None
+        # Per object (by id): keys whose values a Scope releases from itself.
+        self._released: dict[int, frozenset[str]] = {}
 
     # -- values ---------------------------------------------------------------
 
@@ -100,6 +102,12 @@ class Compiler:
         if key.startswith("$$"):
             # Section 2.2.3: drop one '$'; the value is data, not a template.
             return key[1:], Constant(obj[key], child)
+        if key in self._released.get(id(obj), ()):
+            scope, self.scope = self.scope, None
+            try:
+                return key, self.compile(obj[key], child)
+            finally:
+                self.scope = scope
         return key, self.compile(obj[key], child)
 
     def _input_scope(self, obj: dict[str, Any]) -> Scope | None:
@@ -121,7 +129,9 @@ class Compiler:
         ]
         plain = [k for k in obj if k not in directive_keys]
         if scope is not None:
-            scope.check(obj, pointer)
+            released = scope.check(obj, pointer)
+            if released:
+                self._released[id(obj)] = released
         if not directive_keys:
             return self.plain_object(obj, plain, pointer, keep_undefined)
         registry = self.registry

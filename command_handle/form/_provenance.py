@@ -76,7 +76,8 @@ def mark(value: object, depth: int = 256) -> object:
     if depth <= 0:
         raise RecursionError("value nested too deeply")
     if isinstance(value, dict):
-        return DataDict({k: mark(v, depth - 1) for k, v in value.items()})
+        # Keys are marked too, so they stay data when merged into a template object.
+        return DataDict({DataStr(k): mark(v, depth - 1) for k, v in value.items()})
     if isinstance(value, list):
         return DataList([mark(v, depth - 1) for v in value])
     return value

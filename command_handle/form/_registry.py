@@ -87,7 +87,10 @@ class Scope(Protocol):
 
     names: frozenset[str]
 
-    def check(self, obj: Mapping[str, Any], pointer: str) -> None: ...
+    def check(self, obj: Mapping[str, Any], pointer: str) -> frozenset[str]:
+        """Refuse what the encoding can never accept; return the keys whose values
+        leave the scope (compiled as ordinary Tool Form, e.g. a table of flags)."""
+        ...
 
 
 class Encoding(Protocol):

@@ -19,7 +19,7 @@ from .._context import EvalContext
 from .._errors import EvaluationError, TemplateSyntaxError
 from .._expressions import QueryExpression
 from .._nodes import Constant, Node, materialize
-from .._provenance import DataDict, is_data, mark
+from .._provenance import DataDict, DataStr, is_data, mark
 from .._values import UNDEFINED, Fragment, type_name
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ class EachNode:
         if isinstance(key, str):
             return key
         if isinstance(key, int | float) and not isinstance(key, bool):
-            return _json.format_number(key)
+            text = _json.format_number(key)
+            return DataStr(text) if is_data(key) else text
         raise EvaluationError(
             f"$key must evaluate to a string or a number, got {type_name(key)}",
             _pointer.child(self.pointer, "$key"),
