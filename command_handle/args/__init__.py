@@ -37,7 +37,7 @@ def encode_args(value: object, *, charset: str = "spec") -> list[str]:
     if charset not in CHARSETS:
         raise ValueError(f"charset must be one of {sorted(CHARSETS)}")
     encoder = Encoder(charset)
-    return encoder.finish(encoder.value(value, ""))
+    return encoder.finish(encoder.value(value, None))
 
 
 DEFAULT_REGISTRY.add_encoding(ArgsEncoding())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .. import _json
 from ..form import _pointer
@@ -32,12 +32,58 @@ class Role(Enum):
     END = "end of options"  # a trusted "--"
 
 
+# Paths into the encoded value are built lazily as (parent, key) pairs and
+# turned into JSON Pointers only for error messages.
+Path = tuple[Any, str | int] | None
+
+
+def path_text(path: Path) -> str:
+    keys: list[str | int] = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    text = ""
+    for key in reversed(keys):
+        text = _pointer.child(text, key)
+    return text
+
+
+_NAME, _FLAG_VALUE, _ARG, _END = Role.NAME, Role.FLAG_VALUE, Role.ARG, Role.END
+
+
 class Token(NamedTuple):
     text: str
     data: bool
     role: Role
     parts: tuple[str, ...] | None = None  # the values a joined "name=" token was made of
-    path: str = ""
+    path: Path = None
+
+
+_KIND_DIRECTIVE, _KIND_END, _KIND_FLAG, _KIND_SWITCH, _KIND_POSITIONAL, _KIND_INVALID = range(6)
+_KINDS: dict[str, int] = {}
+
+
+def _kind(key: str) -> int:
+    """Classify a property name (cached: templates repeat their names on every call)."""
+    kind = _KINDS.get(key)
+    if kind is None:
+        if key in DIRECTIVES:
+            kind = _KIND_DIRECTIVE
+        elif key == END_OF_OPTIONS:
+            kind = _KIND_END
+        elif FLAG.fullmatch(key):
+            kind = _KIND_SWITCH if is_combinable(key) else _KIND_FLAG
+        elif POSITIONAL.fullmatch(key):
+            kind = _KIND_POSITIONAL
+        else:
+            kind = _KIND_INVALID
+        if len(_KINDS) < 4096:
+            _KINDS[str(key)] = kind
+    return kind
+
+
+# Tokens a policy has accepted before; literal template tokens recur on every call.
+_ACCEPTED: dict[str, set[str]] = {}
 
 
 def join_values(values: list[str]) -> str:
@@ -45,7 +91,7 @@ def join_values(values: list[str]) -> str:
     return ",".join(v.replace("\\", "\\\\").replace(",", "\\,") for v in values)
 
 
-DirectiveHandler = Callable[["Encoder", object, str], list[Token]]
+DirectiveHandler = Callable[["Encoder", object, Path], list[Token]]
 DIRECTIVES: dict[str, DirectiveHandler] = {}
 
 
@@ -59,30 +105,30 @@ class Encoder:
         self.pointer = pointer
         self.depth = depth
 
-    def error(self, message: str, path: str) -> ArgsError:
-        return ArgsError(message, self.pointer, path=path)
+    def error(self, message: str, path: Path) -> ArgsError:
+        return ArgsError(message, self.pointer, path=path_text(path))
 
     # -- Value Transform (section 4.2) ------------------------------------
 
-    def value(self, value: object, path: str, depth: int = 0) -> list[Token]:
+    def value(self, value: object, path: Path, depth: int = 0) -> list[Token]:
         if value is None or value is False or value is UNDEFINED:
             return []
         if value is True:
-            return [Token("true", False, Role.ARG, path=path)]
+            return [Token("true", False, _ARG, None, path)]
         if isinstance(value, str):
-            return [Token(str(value), is_data(value), Role.ARG, path=path)]
+            return [Token(str(value), is_data(value), _ARG, None, path)]
         if isinstance(value, int | float):
             try:
                 text = _json.format_number(value)
             except _json.NonJSONValueError:
                 raise self.error("non-finite numbers cannot be arguments", path) from None
-            return [Token(text, is_data(value), Role.ARG, path=path)]
+            return [Token(text, is_data(value), _ARG, None, path)]
         if depth > self.depth:
             raise self.error("value nested too deeply", path)
         if isinstance(value, list):
             tokens: list[Token] = []
             for index, item in enumerate(value):
-                tokens.extend(self.value(item, _pointer.child(path, index), depth + 1))
+                tokens.extend(self.value(item, (path, index), depth + 1))
             return tokens
         if isinstance(value, dict):
             return self.object(value, path, depth + 1)
@@ -90,67 +136,60 @@ class Encoder:
 
     # -- flags -------------------------------------------------------------
 
-    def flag(self, name: str, value: object, path: str, depth: int) -> list[Token]:
+    def flag(self, name: str, value: object, path: Path, depth: int) -> list[Token]:
         """One flag property: a switch, a joined ``name=value``, or the name then values."""
         if value is True:  # only the JSON boolean makes a switch; "true" is a value
             if name.endswith("="):
-                return [Token(name + "true", False, Role.NAME, ("true",), path)]
-            return [Token(name, False, Role.NAME, path=path)]
+                return [Token(name + "true", False, _NAME, ("true",), path)]
+            return [Token(name, False, _NAME, None, path)]
         tokens = self.value(value, path, depth)
         if not tokens:
             return []  # null, false, [] and {} omit the flag entirely
         if name.endswith("="):
             parts = tuple(t.text for t in tokens)
-            return [Token(name + join_values(list(parts)), False, Role.NAME, parts, path)]
+            return [Token(name + join_values(list(parts)), False, _NAME, parts, path)]
         first = tokens[0]
-        if first.role is Role.ARG:
-            tokens[0] = first._replace(role=Role.FLAG_VALUE)
-        return [Token(name, False, Role.NAME, path=path), *tokens]
+        if first.role is _ARG:
+            tokens[0] = first._replace(role=_FLAG_VALUE)
+        return [Token(name, False, _NAME, None, path), *tokens]
 
     # -- Object Transform (section 4.1) ------------------------------------
 
-    def object(self, obj: Mapping[str, object], path: str, depth: int) -> list[Token]:
+    def object(self, obj: Mapping[str, object], path: Path, depth: int) -> list[Token]:
         keys = list(obj)
-        directive_keys = [k for k in keys if k.startswith("$") and not is_data(k)]
+        directive_keys = [k for k in keys if k[:1] == "$" and not is_data(k)]
         if directive_keys:
             self._check_combination(keys, directive_keys, path)
         tokens: list[Token] = []
-        run_prefix = ""
-        run: list[str] = []
-        run_path = path
-
-        def flush() -> None:
-            nonlocal run, run_prefix
-            if run:
-                tokens.append(Token(run_prefix + "".join(run), False, Role.NAME, path=run_path))
-            run = []
-            run_prefix = ""
-
+        run: list[str] = []  # a run of single-character switches: prefix, then letters
+        run_path: Path = None
         for key in keys:
             value = obj[key]
-            where = _pointer.child(path, key)
-            if is_data(key):
+            where = (path, key)
+            data = is_data(key)
+            if data:
                 self._check_data_name(key, where)
-            if key in DIRECTIVES and not is_data(key):
-                flush()
-                tokens.extend(DIRECTIVES[key](self, value, where))
-            elif key == END_OF_OPTIONS:
-                flush()
-                tokens.append(Token(END_OF_OPTIONS, False, Role.END, path=where))
-                tokens.extend(self.value(value, where, depth))
-            elif FLAG.fullmatch(key):
-                if value is True and is_combinable(key):
-                    if run and run_prefix != key[0]:
-                        flush()
-                    if not run:
-                        run_prefix, run_path = key[0], where
-                    run.append(key[1])
-                    continue
-                flush()
+            kind = _kind(key)
+            if kind == _KIND_SWITCH and value is True:
+                if run and run[0] != key[0]:
+                    tokens.append(Token("".join(run), False, _NAME, None, run_path))
+                    run = []
+                if not run:
+                    run, run_path = [key[0]], where
+                run.append(key[1])
+                continue
+            if run:
+                tokens.append(Token("".join(run), False, _NAME, None, run_path))
+                run = []
+            if kind in (_KIND_FLAG, _KIND_SWITCH):
                 tokens.extend(self.flag(key, value, where, depth))
-            elif POSITIONAL.fullmatch(key):
-                flush()
-                tokens.append(Token(str(key), is_data(key), Role.NAME, path=where))
+            elif kind == _KIND_POSITIONAL:
+                tokens.append(Token(str(key), data, _NAME, None, where))
+                tokens.extend(self.value(value, where, depth))
+            elif kind == _KIND_DIRECTIVE and not data:
+                tokens.extend(DIRECTIVES[key](self, value, where))
+            elif kind == _KIND_END:
+                tokens.append(Token(END_OF_OPTIONS, False, _END, None, where))
                 tokens.extend(self.value(value, where, depth))
             else:
                 raise self.error(
@@ -159,10 +198,11 @@ class Encoder:
                     "or $args, $flags, $repeat",
                     where,
                 )
-        flush()
+        if run:
+            tokens.append(Token("".join(run), False, _NAME, None, run_path))
         return tokens
 
-    def _check_data_name(self, key: str, path: str) -> None:
+    def _check_data_name(self, key: str, path: Path) -> None:
         if key[:1] in ("-", "+", "$"):
             raise self.error(
                 "a name taken from the arguments cannot be a flag or a directive: "
@@ -170,7 +210,7 @@ class Encoder:
                 path,
             )
 
-    def _check_combination(self, keys: list[str], directive_keys: list[str], path: str) -> None:
+    def _check_combination(self, keys: list[str], directive_keys: list[str], path: Path) -> None:
         unknown = [k for k in directive_keys if k not in DIRECTIVES]
         if unknown:
             raise self.error(
@@ -184,17 +224,22 @@ class Encoder:
         """Check the character policy and the flag-injection guard; return the argv."""
         after_end = False
         argv: list[str] = []
+        accepted = _ACCEPTED.setdefault(self.charset, set())
         for index, token in enumerate(tokens):
             for part in token.parts if token.parts is not None else (token.text,):
+                if part in accepted:
+                    continue
                 bad = first_forbidden(part, self.charset)
                 if bad >= 0:
                     raise self._charset_error(token, part, bad, index)
-            if token.role is Role.END or (
-                token.role is Role.ARG and not token.data and token.text == END_OF_OPTIONS
+                if len(accepted) < 4096 and len(part) <= 256:
+                    accepted.add(str(part))
+            if token.role is _END or (
+                token.role is _ARG and not token.data and token.text == END_OF_OPTIONS
             ):
                 after_end = True
             elif (
-                token.role is Role.ARG
+                token.role is _ARG
                 and token.data
                 and token.text.startswith("-")
                 and token.text != "-"
@@ -205,7 +250,7 @@ class Encoder:
                     "so the program could read it as an option (CWE-88); put it after '--' "
                     "or give it as the value of a flag written in the template",
                     self.pointer,
-                    path=token.path,
+                    path=path_text(token.path),
                     token=token.text,
                     index=index,
                 )
@@ -224,7 +269,7 @@ class Encoder:
                 else ""
             ),
             self.pointer,
-            path=token.path,
+            path=path_text(token.path),
             token=token.text,
             index=index,
             character=char,

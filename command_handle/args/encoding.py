@@ -43,6 +43,6 @@ class ArgsEncoding:
 
         def encode(value: object, ctx: EvalContext) -> object:
             encoder = Encoder(charset, pointer, depth)
-            return encoder.finish(encoder.value(materialize(value), ""))
+            return encoder.finish(encoder.value(materialize(value), None))
 
         return encode

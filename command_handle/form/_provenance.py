@@ -55,10 +55,11 @@ class DataList(list[object]):
 
 
 _DATA_TYPES = (DataStr, DataInt, DataFloat, DataDict, DataList)
+_DATA_TYPE_SET = frozenset(_DATA_TYPES)
 
 
 def is_data(value: object) -> bool:
-    return isinstance(value, _DATA_TYPES)
+    return type(value) in _DATA_TYPE_SET  # the Data* classes are final in practice
 
 
 def mark(value: object, depth: int = 256) -> object:

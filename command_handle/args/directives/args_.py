@@ -6,10 +6,10 @@ any positional token; a literal ``"--"`` among them ends the options.
 
 from __future__ import annotations
 
-from .._encoder import DIRECTIVES, Encoder, Token
+from .._encoder import DIRECTIVES, Encoder, Path, Token
 
 
-def encode_args_directive(encoder: Encoder, value: object, path: str) -> list[Token]:
+def encode_args_directive(encoder: Encoder, value: object, path: Path) -> list[Token]:
     return encoder.value(value, path)
 
 

@@ -8,14 +8,13 @@ flags follow in property order.
 
 from __future__ import annotations
 
-from ...form import _pointer
 from ...form._provenance import is_data
 from ...form._values import type_name
-from .._encoder import DIRECTIVES, Encoder, Role, Token
+from .._encoder import DIRECTIVES, Encoder, Path, Role, Token
 from .._names import FLAG, is_combinable, normalize_flag_name
 
 
-def flag_name(encoder: Encoder, name: str, path: str, bare: bool) -> str:
+def flag_name(encoder: Encoder, name: str, path: Path, bare: bool) -> str:
     if is_data(name):
         raise encoder.error(
             "flag names must be written in the template, not taken from the arguments", path
@@ -26,20 +25,20 @@ def flag_name(encoder: Encoder, name: str, path: str, bare: bool) -> str:
     return normalized
 
 
-def encode_flags(encoder: Encoder, value: object, path: str) -> list[Token]:
+def encode_flags(encoder: Encoder, value: object, path: Path) -> list[Token]:
     if not isinstance(value, dict):
         raise encoder.error(f"$flags takes an object of flags, not {type_name(value)}", path)
     combined: dict[str, list[str]] = {}
     rest: list[Token] = []
     for key, item in value.items():
-        where = _pointer.child(path, key)
+        where = (path, key)
         name = flag_name(encoder, key, where, bare=True)
         if item is True and is_combinable(name):
             combined.setdefault(name[0], []).append(name[1])
         else:
             rest.extend(encoder.flag(name, item, where, 1))
     first = [
-        Token(prefix + "".join(chars), False, Role.NAME, path=path)
+        Token(prefix + "".join(chars), False, Role.NAME, None, path)
         for prefix, chars in combined.items()
     ]
     return first + rest

@@ -7,25 +7,24 @@
 
 from __future__ import annotations
 
-from ...form import _pointer
 from ...form._values import type_name
-from .._encoder import DIRECTIVES, Encoder, Token
+from .._encoder import DIRECTIVES, Encoder, Path, Token
 from .flags import flag_name
 
 
-def encode_repeat(encoder: Encoder, value: object, path: str) -> list[Token]:
+def encode_repeat(encoder: Encoder, value: object, path: Path) -> list[Token]:
     if not isinstance(value, dict):
         raise encoder.error(f"$repeat takes an object of flags, not {type_name(value)}", path)
     tokens: list[Token] = []
     for key, items in value.items():
-        where = _pointer.child(path, key)
+        where = (path, key)
         name = flag_name(encoder, key, where, bare=False)
         if not isinstance(items, list):
             raise encoder.error(
                 f"$repeat values must be arrays; {key!r} has a {type_name(items)}", where
             )
         for index, item in enumerate(items):
-            tokens.extend(encoder.flag(name, item, _pointer.child(where, index), 1))
+            tokens.extend(encoder.flag(name, item, (where, index), 1))
     return tokens
 
 
