@@ -63,3 +63,29 @@ def test_reference_example() -> None:
     del args["team"]["regulated"]  # type: ignore[attr-defined]
     result = template.evaluate(args)
     assert isinstance(result, dict) and "audit" not in result
+
+
+def test_readme_args_example() -> None:
+    import pytest
+
+    from command_handle.args import ArgsError
+
+    git_log = compile_template(
+        {
+            "$encode": "args",
+            "git": {"log": {"--oneline": True, "-n": {"$": "count"}, "--": {"$": "paths"}}},
+        }
+    )
+    assert git_log.evaluate({"count": 5, "paths": ["src", "-weird-name"]}) == [
+        "git",
+        "log",
+        "--oneline",
+        "-n",
+        "5",
+        "--",
+        "src",
+        "-weird-name",
+    ]
+    rm = compile_template({"$encode": "args", "rm": {"$args": [{"$": "path"}]}})
+    with pytest.raises(ArgsError, match="begins with '-'"):
+        rm.evaluate({"path": "-rf"})
