@@ -1,0 +1,76 @@
+"""Errors raised before a command runs. A non-zero exit is a result, not an error.
+
+Every error says what to fix and where: ``pointer`` is the JSON Pointer into the
+handle (or, for argument errors, into the arguments). Messages never quote
+environment values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ArgumentsError",
+    "CommandError",
+    "DirectoryError",
+    "EnvironmentVariableError",
+    "HandleError",
+    "HandleLoadError",
+    "LaunchError",
+    "TemplateEvaluationError",
+    "Violation",
+]
+
+
+class HandleError(Exception):
+    """Base class: the call was refused and nothing was spawned."""
+
+    def __init__(self, message: str, pointer: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.pointer = pointer
+
+    def __str__(self) -> str:
+        return f"{self.message} (at {self.pointer})" if self.pointer else self.message
+
+
+class HandleLoadError(HandleError):
+    """The Command Handle itself is invalid (unknown field, bad template, bad schema...)."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way the arguments fail the handle's ``parameters`` schema."""
+
+    pointer: str  # JSON Pointer into the arguments
+    message: str
+    keyword: str
+
+
+class ArgumentsError(HandleError):
+    """The model's arguments do not satisfy ``parameters``; ``violations`` lists each one."""
+
+    def __init__(self, violations: list[Violation]) -> None:
+        lines = "; ".join(f"{v.pointer or '/'}: {v.message}" for v in violations)
+        super().__init__(f"the arguments do not match the parameters schema: {lines}")
+        self.violations = violations
+
+
+class TemplateEvaluationError(HandleError):
+    """A handle field could not be evaluated against these arguments."""
+
+
+class CommandError(HandleError):
+    """The command cannot be run: not found, not executable, refused by the policy."""
+
+
+class DirectoryError(HandleError):
+    """The working directory does not exist, is not a directory, or is not searchable."""
+
+
+class EnvironmentVariableError(HandleError):
+    """An environment variable has an invalid or refused name or value."""
+
+
+class LaunchError(HandleError):
+    """The operating system refused to start the program (for example EMFILE or ENOEXEC)."""

@@ -1,0 +1,6 @@
+"""Command Handles: the model, loading, and rendering to an Invocation (no spawning here)."""
+
+from ._invocation import Invocation, StreamMode
+from ._model import CommandHandle, IoSpec
+
+__all__ = ["CommandHandle", "Invocation", "IoSpec", "StreamMode"]

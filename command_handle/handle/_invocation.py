@@ -1,0 +1,45 @@
+"""What a rendered handle asks the executor to run. Plain data; spawns nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Invocation", "StreamMode"]
+
+StreamMode = Literal["pipe", "ignore", "inherit"]
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A fully validated command: everything the executor needs, nothing it must check.
+
+    ``argv[0]`` is the resolved absolute path of the program. ``env`` is the
+    complete child environment. ``stdin`` is None when standard input stays
+    closed. ``encoding`` is a Python codec name, or ``"binary"`` for bytes.
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str
+    stdin: bytes | None = None
+    stdout: StreamMode = "pipe"
+    stderr: StreamMode = "pipe"
+    encoding: str = "utf-8"
+    timeout: float = 60.0
+    max_output: int = 10 * 1024 * 1024
+    kill_grace: float = 2.0
+    handle_name: str = field(default="", compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "argv": list(self.argv),
+            "env": dict(self.env),
+            "cwd": self.cwd,
+            "stdin": None if self.stdin is None else self.stdin.decode("utf-8", "replace"),
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "encoding": self.encoding,
+            "timeout": self.timeout,
+            "max_output": self.max_output,
+        }

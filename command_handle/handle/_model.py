@@ -1,0 +1,286 @@
+"""The Command Handle model (draft-csachs-command-handle-00 section 2, Tool Handle 2.1)."""
+
+from __future__ import annotations
+
+import codecs
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .. import _json, form
+from ..errors import ArgumentsError, HandleLoadError, TemplateEvaluationError, Violation
+from ..form import UNDEFINED, FormError, Template, _pointer
+from ..policy import Policy
+from ._invocation import Invocation, StreamMode
+from ._resolve import resolve_command, resolve_directory, resolve_environment
+
+__all__ = ["CommandHandle", "IoSpec"]
+
+_TEMPLATE_FIELDS = ("command", "arguments", "directory", "environment", "result")
+
+
+class IoSpec(BaseModel):
+    """Section 3.3: how the standard streams are handled."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stdin: Any = Field(default=None, description="Tool Form yielding a string or binary value")
+    stdout: StreamMode = "pipe"
+    stderr: StreamMode = "pipe"
+    encoding: str = Field(
+        default="utf8", description="a Python codec name for the captured output, or 'binary'"
+    )
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_codec(cls, value: str) -> str:
+        if value == "binary":
+            return value
+        try:
+            codecs.lookup(value)
+        except LookupError:
+            raise ValueError(
+                f"unknown encoding {value!r}; use a Python codec name or 'binary'"
+            ) from None
+        return value
+
+
+class CommandHandle(BaseModel):
+    """A Command Handle: a Tool Description plus how to run the command.
+
+    Every template field is compiled when the handle is created, so a malformed
+    template is a load error, not a surprise at call time. Extensions of this
+    project: ``timeout`` (seconds), ``max_output`` (bytes kept per stream) and
+    ``result`` (a Tool Form over the execution result that shapes what the
+    model sees). Unknown fields are refused.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    handle: Literal["command"] | None = None
+    handler: Literal["command"] | None = None
+    command: Any = Field(
+        description="Tool Form yielding the program: absolute path, relative path or name"
+    )
+    arguments: Any = Field(
+        default=None, description="Tool Form yielding a string or an array of strings"
+    )
+    directory: Any = Field(default=None, description="Tool Form yielding the working directory")
+    environment: Any = Field(default=None, description="Tool Form yielding an object of variables")
+    io: IoSpec | None = None
+    timeout: float | None = Field(default=None, gt=0, description="seconds; the policy caps it")
+    max_output: int | None = Field(default=None, gt=0, description="bytes kept per stream")
+    result: Any = Field(default=None, description="Tool Form over the execution result")
+
+    _templates: dict[str, Template] = PrivateAttr(default_factory=dict)
+    _stdin: Template | None = PrivateAttr(default=None)
+    _validator: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check_and_compile(self) -> CommandHandle:
+        if (self.handle is None) == (self.handler is None):
+            raise ValueError(
+                "give exactly one of 'handle' (Command Handle examples) or 'handler' "
+                "(Tool Handle), with the value 'command'"
+            )
+        if self.parameters.get("type") != "object":
+            raise ValueError('parameters must be a JSON Schema with type: "object"')
+        try:
+            jsonschema.Draft202012Validator.check_schema(self.parameters)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path)
+            raise ValueError(
+                f"parameters is not a valid JSON Schema at /{where}: {exc.message}"
+            ) from None
+        self._validator = jsonschema.Draft202012Validator(
+            self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+        )
+        if self.command is None:
+            raise ValueError("a Command Handle needs a command")
+        for name in _TEMPLATE_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                self._templates[name] = _compile(value, f"/{name}")
+        if self.io is not None and self.io.stdin is not None:
+            self._stdin = _compile(self.io.stdin, "/io/stdin")
+        return self
+
+    # -- loading -------------------------------------------------------------
+
+    @classmethod
+    def load(cls, source: dict[str, Any] | str | os.PathLike[str]) -> CommandHandle:
+        """Load from a dict, or a ``.json``, ``.yaml`` or ``.yml`` file."""
+        if isinstance(source, dict):
+            return cls.from_dict(source)
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise HandleLoadError(f"cannot read {path}: {exc.strerror}") from None
+        if path.suffix in (".yaml", ".yml"):
+            try:
+                document = yaml.safe_load(data)
+            except yaml.YAMLError as exc:
+                raise HandleLoadError(f"{path.name} is not valid YAML: {exc}") from None
+        else:
+            try:
+                document = _json.loads(data)
+            except _json.JSONDecodeError as exc:
+                where = f"line {exc.line}, column {exc.column}"
+                raise HandleLoadError(
+                    f"{path.name} is not valid JSON: {exc.message} ({where})"
+                ) from None
+        if not isinstance(document, dict):
+            raise HandleLoadError(f"{path.name} must hold a JSON object")
+        return cls.from_dict(document)
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> CommandHandle:
+        try:
+            return cls.model_validate(document)
+        except ValidationError as exc:
+            raise _load_error(exc) from None
+        except FormError as exc:
+            raise HandleLoadError(f"invalid template: {exc.message}", exc.pointer) from None
+
+    # -- calling -------------------------------------------------------------
+
+    def validate_arguments(self, args: object) -> None:
+        """Step 1: the arguments against ``parameters``; every violation is reported."""
+        errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        if errors:
+            raise ArgumentsError(
+                [
+                    Violation(_pointer_of(e.absolute_path), e.message, str(e.validator))
+                    for e in errors
+                ]
+            )
+
+    def _evaluate(self, name: str, args: object) -> object:
+        template = self._stdin if name == "io/stdin" else self._templates.get(name)
+        if template is None:
+            return UNDEFINED
+        try:
+            return template.evaluate(args)
+        except FormError as exc:
+            raise TemplateEvaluationError(exc.message, f"/{name}{exc.pointer}") from None
+
+    def render(self, args: object = None, policy: Policy | None = None) -> Invocation:
+        """Validate and evaluate everything; return what would run. Spawns nothing."""
+        policy = policy or Policy()
+        args = {} if args is None else args
+        self.validate_arguments(args)
+        command = self._evaluate("command", args)
+        if not isinstance(command, str):
+            raise TemplateEvaluationError("command must evaluate to a string", "/command")
+        arguments = self._evaluate("arguments", args)
+        if arguments is UNDEFINED or arguments is None:
+            argv: list[str] = []
+        elif isinstance(arguments, str):
+            argv = [arguments]  # one argument, never split
+        elif isinstance(arguments, list) and all(isinstance(a, str) for a in arguments):
+            argv = [str(a) for a in arguments]
+        else:
+            raise TemplateEvaluationError(
+                "arguments must evaluate to a string or an array of strings "
+                '(use {"$encode": "args", ...} to build tokens from other values)',
+                "/arguments",
+            )
+        for index, token in enumerate(argv):
+            if "\x00" in token:
+                raise TemplateEvaluationError(
+                    f"argument {index} contains a NUL character", "/arguments"
+                )
+        directory = self._evaluate("directory", args)
+        if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
+            raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
+        cwd = resolve_directory(directory if isinstance(directory, str) else None)
+        program = resolve_command(command, cwd, policy)
+        environment = self._evaluate("environment", args)
+        env = resolve_environment(None if environment is UNDEFINED else environment, policy)
+        stdin: bytes | None = None
+        io = self.io or IoSpec()
+        if self._stdin is not None:
+            value = self._evaluate("io/stdin", args)
+            if isinstance(value, str):
+                stdin = value.encode("utf-8" if io.encoding == "binary" else io.encoding)
+            elif isinstance(value, bytes):
+                stdin = bytes(value)
+            elif value is not UNDEFINED and value is not None:
+                raise TemplateEvaluationError(
+                    "io.stdin must evaluate to a string or binary value", "/io/stdin"
+                )
+        timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
+        max_output = (
+            min(self.max_output, policy.max_output) if self.max_output else policy.max_output
+        )
+        return Invocation(
+            argv=(program, *argv),
+            env=env,
+            cwd=cwd,
+            stdin=stdin,
+            stdout=io.stdout,
+            stderr=io.stderr,
+            encoding=io.encoding,
+            timeout=timeout,
+            max_output=max_output,
+            kill_grace=policy.kill_grace,
+            handle_name=self.name,
+        )
+
+    def shape_result(self, result_json: dict[str, Any]) -> object:
+        """What the model sees: the ``result`` template over the result, or the result."""
+        template = self._templates.get("result")
+        if template is None:
+            return result_json
+        try:
+            value = template.evaluate(result_json)
+        except FormError as exc:
+            raise TemplateEvaluationError(exc.message, f"/result{exc.pointer}") from None
+        return None if value is UNDEFINED else value
+
+
+def _pointer_of(path: Iterable[str | int]) -> str:
+    pointer = ""
+    for part in path:
+        pointer = _pointer.child(pointer, part)
+    return pointer
+
+
+def _compile(value: object, pointer: str) -> Template:
+    try:
+        return form.compile_template(value)
+    except FormError as exc:
+        raise ValueError(f"invalid Tool Form at {pointer}{exc.pointer}: {exc.message}") from None
+
+
+def _load_error(exc: ValidationError) -> HandleLoadError:
+    problems = []
+    first_pointer = ""
+    for error in exc.errors():
+        pointer = "".join(f"/{part}" for part in error["loc"])
+        first_pointer = first_pointer or pointer
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field {str(error['loc'][-1])!r}"
+        elif error["type"] == "missing":
+            message = f"missing field {str(error['loc'][-1])!r}"
+        else:
+            message = error["msg"].removeprefix("Value error, ")
+        problems.append(f"{pointer or '/'}: {message}" if pointer else message)
+    return HandleLoadError("invalid Command Handle: " + "; ".join(problems), first_pointer)

@@ -1,0 +1,108 @@
+"""The application's policy: the trusted side of every call.
+
+A Command Handle is written by a tool author and only partly trusted; the
+model's arguments are untrusted. The Policy, set by the application, decides
+what the handle may reach: where commands are looked up, which host variables
+reach the child, which loader-injection variables may be set, and the caps on
+time, output and concurrency. A handle can lower the caps, never raise them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["DANGEROUS_ENVIRONMENT", "Policy", "is_dangerous_name"]
+
+# Variables that make loaders, shells or interpreters run code the handle chose.
+DANGEROUS_ENVIRONMENT: tuple[str, ...] = (
+    "LD_*",  # glibc loader: LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, LD_DEBUG_OUTPUT...
+    "DYLD_*",  # macOS loader
+    "GLIBC_TUNABLES",  # CVE-2023-4911
+    "GCONV_PATH",
+    "LOCPATH",
+    "HOSTALIASES",
+    "MALLOC_*",
+    "BASH_ENV",
+    "ENV",
+    "BASH_FUNC_*",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "IFS",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONINSPECT",
+    "PYTHONBREAKPOINT",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5DB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+    "LUA_INIT",
+    "LUA_INIT_*",
+    "PHPRC",
+    "PHP_INI_SCAN_DIR",
+    "TCLLIBPATH",
+    "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_CONFIG_*",
+    "GIT_PROXY_COMMAND",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+)
+
+
+def is_dangerous_name(name: str, patterns: Iterable[str] = DANGEROUS_ENVIRONMENT) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the application allows. The defaults are the safe ones.
+
+    - ``search_path``: directories for bare command names; None means the host
+      ``PATH`` at call time.
+    - ``inherit_environment``: names of host variables passed to every child
+      (default: none). A handle cannot add to this list.
+    - ``allow_environment``: patterns from :data:`DANGEROUS_ENVIRONMENT` a handle
+      may nevertheless set (default: none).
+    - ``allow_setuid``: run set-user-ID or set-group-ID executables.
+    - ``allowed_commands``: if set, the resolved absolute paths (or bare names,
+      matched against the resolved path's name) that may run.
+    - ``timeout``: seconds per call, and the cap on a handle's ``timeout``.
+    - ``max_output``: bytes kept per stream, and the cap on a handle's ``max_output``.
+    - ``kill_grace``: seconds between SIGTERM and SIGKILL to the process group.
+    - ``max_concurrency``: children an :class:`Executor` runs at once.
+    """
+
+    search_path: tuple[str, ...] | None = None
+    inherit_environment: tuple[str, ...] = ()
+    allow_environment: tuple[str, ...] = ()
+    allow_setuid: bool = False
+    allowed_commands: frozenset[str] | None = None
+    timeout: float = 60.0
+    max_output: int = 10 * 1024 * 1024
+    kill_grace: float = 2.0
+    max_concurrency: int = 16
+
+    def path_entries(self) -> tuple[str, ...]:
+        if self.search_path is not None:
+            return self.search_path
+        return tuple(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep) if p)
+
+    def refuses_variable(self, name: str) -> bool:
+        return is_dangerous_name(name) and not is_dangerous_name(name, self.allow_environment)
