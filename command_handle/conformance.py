@@ -8,14 +8,20 @@ use this module, so the table and the test suite cannot disagree.
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _json, form
+from . import _json, errors, form
 from .args import ArgsError
+from .executor import CommandResult, Executor
+from .handle import CommandHandle
 
 __all__ = [
     "SUITES",
@@ -183,8 +189,107 @@ def run_tool_form(vector: Vector) -> None:
     check_value(vector, result)
 
 
-SUITES: dict[str, Callable[[Vector], None]] = {"tool-form": run_tool_form, "args": run_tool_form}
-register_error_class(ArgsError)
+def _substitute(value: Any, replacements: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for placeholder, text in replacements.items():
+            value = value.replace(placeholder, text)
+        return value
+    if isinstance(value, list):
+        return [_substitute(v, replacements) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, replacements) for k, v in value.items()}
+    return value
+
+
+_SECRET = "vector-secret-value-not-for-children"
+
+
+def run_command_handle(vector: Vector) -> None:
+    """Run a Command Handle vector with real processes (see the suite's description)."""
+    data = vector.data
+    probe = vector.file.parent.parent.parent / "fixtures" / "programs" / "probe.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        replacements = {
+            "@python": sys.executable,
+            "@probe": str(probe),
+            "@tmp": os.path.realpath(tmp),
+            "@cwd": os.getcwd(),
+            "@missing": "/nonexistent/command-handle-vector",
+        }
+        document = _substitute(data["handle"], replacements)
+        args = _substitute(data.get("args", {}), replacements)
+        expect = _substitute(data.get("expect"), replacements)
+        cwd = os.getcwd()
+        os.environ["CH_VECTOR_SECRET"] = _SECRET
+        executor = Executor()
+        try:
+            try:
+                handle = CommandHandle.load(document)
+            except Exception as exc:
+                if "error" not in data:
+                    raise VectorFailure(f"load failed: {type(exc).__name__}: {exc}") from exc
+                check_error(vector, exc, "load")
+                return
+            try:
+                result = executor.call_sync(handle, args)
+            except Exception as exc:
+                if "error" not in data:
+                    raise VectorFailure(f"call failed: {type(exc).__name__}: {exc}") from exc
+                check_error(vector, exc, "call")
+                if executor.spawned:
+                    raise VectorFailure(
+                        "a process was spawned although the call was refused"
+                    ) from exc
+                return
+        finally:
+            del os.environ["CH_VECTOR_SECRET"]
+            if os.getcwd() != cwd:
+                raise VectorFailure("the parent's working directory changed")
+        if "error" in data:
+            raise VectorFailure(
+                f"expected {data['error']['type']}, the command ran: {result.to_json()}"
+            )
+        _check_result(result, expect)
+
+
+def _check_result(result: CommandResult, expect: dict[str, Any]) -> None:
+    for key in ("exit_code", "timed_out", "signal", "stdout", "stderr"):
+        if key in expect and not same_json(getattr(result, key), expect[key]):
+            raise VectorFailure(
+                f"expected {key} {_show(expect[key])}, got {_show(getattr(result, key))} "
+                f"(stderr: {_show(result.stderr)})"
+            )
+    if "view_keys" in expect:
+        view = result.view
+        if not isinstance(view, dict) or sorted(view) != sorted(expect["view_keys"]):
+            raise VectorFailure(
+                f"expected a view with keys {expect['view_keys']}, got {_show(view)}"
+            )
+    if "probe" in expect:
+        assert isinstance(result.stdout, str)
+        try:
+            report = json.loads(result.stdout)
+        except ValueError:
+            raise VectorFailure(f"the probe printed no report: {_show(result.stderr)}") from None
+        if _SECRET in result.stdout:
+            raise VectorFailure("the parent's secret reached the child")
+        for key, value in expect["probe"].items():
+            if not same_json(report.get(key), value):
+                raise VectorFailure(
+                    f"probe {key}: expected {_show(value)}, got {_show(report.get(key))}"
+                )
+
+
+SUITES: dict[str, Callable[[Vector], None]] = {
+    "tool-form": run_tool_form,
+    "args": run_tool_form,
+    "command-handle": run_command_handle,
+}
+for _error in (
+    ArgsError,
+    *(getattr(errors, name) for name in errors.__all__ if name != "Violation"),
+):
+    register_error_class(_error)
 
 
 def run_vector(vector: Vector) -> VectorResult:
@@ -198,10 +303,11 @@ def run_vector(vector: Vector) -> VectorResult:
     return VectorResult(vector, True)
 
 
-def _section_key(section: str) -> tuple[Any, ...]:
-    parts: list[Any] = []
+def _section_key(section: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort numbered sections numerically, appendices and other labels after them."""
+    parts: list[tuple[int, int | str]] = []
     for piece in section.replace("A.", "99.").split("."):
-        parts.append(int(piece) if piece.isdigit() else piece)
+        parts.append((0, int(piece)) if piece.isdigit() else (1, piece))
     return tuple(parts)
 
 

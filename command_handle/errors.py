@@ -57,7 +57,13 @@ class ArgumentsError(HandleError):
 
 
 class TemplateEvaluationError(HandleError):
-    """A handle field could not be evaluated against these arguments."""
+    """A handle field could not be evaluated against these arguments.
+
+    ``form_error`` is the underlying Tool Form error (for example an
+    :class:`~command_handle.args.ArgsError` naming the refused token).
+    """
+
+    form_error: Exception | None = None
 
 
 class CommandError(HandleError):

@@ -179,7 +179,9 @@ class CommandHandle(BaseModel):
         try:
             return template.evaluate(args)
         except FormError as exc:
-            raise TemplateEvaluationError(exc.message, f"/{name}{exc.pointer}") from None
+            error = TemplateEvaluationError(exc.message, f"/{name}{exc.pointer}")
+            error.form_error = exc  # e.g. an ArgsError, with its token, index and code point
+            raise error from exc
 
     def render(self, args: object = None, policy: Policy | None = None) -> Invocation:
         """Validate and evaluate everything; return what would run. Spawns nothing."""
