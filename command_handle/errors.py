@@ -52,8 +52,15 @@ class ArgumentsError(HandleError):
 
     def __init__(self, violations: list[Violation]) -> None:
         lines = "; ".join(f"{v.pointer or '/'}: {v.message}" for v in violations)
-        super().__init__(f"the arguments do not match the parameters schema: {lines}")
+        # The pointer is into the arguments: the first violation's location.
+        super().__init__(
+            f"the arguments do not match the parameters schema: {lines}",
+            violations[0].pointer if violations else "",
+        )
         self.violations = violations
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class TemplateEvaluationError(HandleError):
