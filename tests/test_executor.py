@@ -24,6 +24,7 @@ from command_handle import (
     DirectoryError,
     EnvironmentVariableError,
     Executor,
+    HandleError,
     Policy,
     TemplateEvaluationError,
 )
@@ -86,7 +87,7 @@ def test_parent_secret_never_reaches_the_child(monkeypatch: pytest.MonkeyPatch) 
 def test_refused_calls_spawn_nothing(tmp_path: Path) -> None:
     executor = Executor()
     typed = probe_handle(parameters={"type": "object", "properties": {"n": {"type": "integer"}}})
-    refusals: list[tuple[CommandHandle, dict[str, Any], type[Exception]]] = [
+    refusals: list[tuple[CommandHandle, dict[str, Any], type[HandleError]]] = [
         (typed, {"n": "x"}, ArgumentsError),
         (probe_handle(directory=str(tmp_path / "missing")), {}, DirectoryError),
         (probe_handle(command="no-such-program-here"), {}, CommandError),
@@ -189,7 +190,12 @@ def test_timeout_kills_the_whole_process_tree() -> None:
 
 
 def test_sigterm_ignoring_child_gets_sigkill_after_grace() -> None:
-    code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\ntime.sleep(300)\n"
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(300)\n"
+    )
     result = Executor(Policy(kill_grace=0.5)).call_sync(python_handle(code, timeout=0.5))
     assert result.timed_out and result.signal == signal.SIGKILL
 
@@ -338,7 +344,12 @@ def test_trio_cancellation_kills_the_tree() -> None:
 
 
 def test_streaming_yields_chunks_then_the_exit() -> None:
-    code = "import sys, time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.05)\nsys.stderr.write('done')\n"
+    code = (
+        "import sys, time\n"
+        "for i in range(3):\n"
+        "    print(i, flush=True); time.sleep(0.05)\n"
+        "sys.stderr.write('done')\n"
+    )
     events: list[Any] = []
 
     async def main() -> None:
