@@ -321,7 +321,12 @@ def test_concurrent_calls_with_different_directories(tmp_path: Path) -> None:
 
 
 def test_trio_cancellation_kills_the_tree() -> None:
-    code = "import subprocess, time\np = subprocess.Popen(['sleep', '300'])\nprint(p.pid, flush=True)\ntime.sleep(300)\n"
+    code = (
+        "import subprocess, time\n"
+        "p = subprocess.Popen(['sleep', '300'])\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(300)\n"
+    )
     handle = python_handle(code)
     executor = Executor()
     seen: list[int] = []
