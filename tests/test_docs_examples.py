@@ -89,3 +89,15 @@ def test_readme_args_example() -> None:
     rm = compile_template({"$encode": "args", "rm": {"$args": [{"$": "path"}]}})
     with pytest.raises(ArgsError, match="begins with '-'"):
         rm.evaluate({"path": "-rf"})
+
+
+def test_readme_handle_example(tmp_path: Path) -> None:
+    from command_handle import CommandHandle, Executor, Policy
+
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
+    handle = CommandHandle.load(ROOT / "fixtures" / "handles" / "search-text.json")
+    result = Executor(Policy()).call_sync(
+        handle, {"pattern": "beta", "files": ["notes.txt"], "directory": str(tmp_path)}
+    )
+    assert (result.exit_code, result.stdout, result.timed_out) == (0, "2:beta\n", False)
+    assert "search-text.json" in (ROOT / "README.md").read_text()

@@ -421,3 +421,61 @@ def test_yaml_and_json_handles_load() -> None:
     assert result.stdout == "c\nb\na\n"
     schema = CommandHandle.model_json_schema()
     assert "command" in schema["required"] and "name" in schema["properties"]
+
+
+def test_executor_bounds_concurrent_children(tmp_path: Path) -> None:
+    code = (
+        "import os, sys, time\n"
+        "d = sys.argv[1]; mine = os.path.join(d, str(os.getpid()))\n"
+        "open(mine, 'w').close()\n"
+        "print(len(os.listdir(d)), flush=True)\n"
+        "time.sleep(0.3)\n"
+        "os.remove(mine)\n"
+    )
+    handle = CommandHandle.load(
+        {
+            "name": "c",
+            "handle": "command",
+            "command": PY,
+            "arguments": ["-c", escape(code), str(tmp_path)],
+        }
+    )
+    executor = Executor(Policy(max_concurrency=2))
+    seen: list[int] = []
+
+    async def main() -> None:
+        async def one() -> None:
+            seen.append(int(str((await executor.call(handle)).stdout)))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(6):
+                nursery.start_soon(one)
+
+    trio.run(main)
+    assert len(seen) == 6 and max(seen) <= 2
+
+
+def test_cli_shows_elapsed_time_only_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+    import subprocess
+
+    handle = tmp_path / "slow.json"
+    handle.write_text(
+        json.dumps({"name": "slow", "handle": "command", "command": "sleep", "arguments": ["1.6"]})
+    )
+    command = [PY, "-m", "command_handle", "run", str(handle), "--raw"]
+    leader, follower = pty.openpty()
+    try:
+        subprocess.run(
+            command, stderr=follower, stdout=subprocess.DEVNULL, timeout=60, check=True, cwd=ROOT
+        )
+        os.set_blocking(leader, False)
+        shown = os.read(leader, 65536).decode(errors="replace")
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert "slow:" in shown and " s" in shown
+    piped = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, check=True, cwd=ROOT
+    )
+    assert piped.stderr == ""
