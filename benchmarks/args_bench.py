@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import functools
-import statistics
-import time
 from collections.abc import Callable
+
+from _timing import median_us
 
 from command_handle.args import encode_args
 from command_handle.form import compile_template
@@ -69,16 +69,6 @@ def hand_written() -> list[str]:
         "latest",
         "bash",
     ]
-
-
-def median_us(function: Callable[[], object], rounds: int, number: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(number):
-            function()
-        samples.append((time.perf_counter() - start) / number * 1e6)
-    return statistics.median(samples)
 
 
 def main() -> None:

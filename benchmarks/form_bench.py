@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import functools
-import statistics
-import time
-from collections.abc import Callable
 
 import jsonpath_rfc9535
+from _timing import median_us
 
 from command_handle.form import compile_template
 
@@ -78,16 +76,6 @@ EACH_1000 = {
     "label": "#{{item.id}}: {{item.name}}",
 }
 EACH_1000_ARGS = {"items": [{"id": i, "name": f"item-{i}"} for i in range(1000)]}
-
-
-def median_us(function: Callable[[], object], rounds: int, number: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(number):
-            function()
-        samples.append((time.perf_counter() - start) / number * 1e6)
-    return statistics.median(samples)
 
 
 def main() -> None:

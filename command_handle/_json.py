@@ -20,6 +20,7 @@ __all__ = [
     "JSONDecodeError",
     "NonJSONValueError",
     "format_number",
+    "scalar_text",
     "loads",
     "stringify",
 ]
@@ -96,6 +97,18 @@ def stringify(value: object, indent: int | None = None, max_depth: int = 512) ->
     else:
         _write_compact(value, parts, max_depth)
     return "".join(parts)
+
+
+def scalar_text(value: object) -> str | None:
+    """Text of a boolean (``true``/``false``), number (:func:`format_number`) or string;
+    None for anything else. Raises :class:`NonJSONValueError` for NaN and infinity."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return format_number(value)
+    if isinstance(value, str):
+        return value
+    return None
 
 
 def _scalar_text(value: object) -> str | None:

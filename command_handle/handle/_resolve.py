@@ -109,21 +109,18 @@ def resolve_command(command: str, cwd: str, policy: Policy, pointer: str = "/com
 
 
 def _env_value(name: str, value: object, pointer: str) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        try:
-            return _json.format_number(value)
-        except _json.NonJSONValueError:
-            raise EnvironmentVariableError(f"{name} must be a finite number", pointer) from None
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise EnvironmentVariableError(f"the value of {name} contains a NUL character", pointer)
-        return value
-    kind = "null" if value is None else type(value).__name__
-    raise EnvironmentVariableError(
-        f"the value of {name} must be a string, number or boolean, not {kind}", pointer
-    )
+    try:
+        text = _json.scalar_text(value)
+    except _json.NonJSONValueError:
+        raise EnvironmentVariableError(f"{name} must be a finite number", pointer) from None
+    if text is None:
+        kind = "null" if value is None else type(value).__name__
+        raise EnvironmentVariableError(
+            f"the value of {name} must be a string, number or boolean, not {kind}", pointer
+        )
+    if "\x00" in text:
+        raise EnvironmentVariableError(f"the value of {name} contains a NUL character", pointer)
+    return text
 
 
 def resolve_environment(

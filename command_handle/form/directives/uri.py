@@ -55,14 +55,11 @@ def check_uri_template(text: str) -> str | None:
 
 
 def _uri_scalar(value: object, ctx: EvalContext, pointer: str) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        try:
-            return _json.format_number(value)
-        except _json.NonJSONValueError as exc:
-            raise EvaluationError(str(exc), pointer) from None
-    return to_text(value, ctx, pointer)
+    try:
+        text = _json.scalar_text(value)
+    except _json.NonJSONValueError as exc:
+        raise EvaluationError(str(exc), pointer) from None
+    return text if text is not None else to_text(value, ctx, pointer)
 
 
 def _uri_value(value: object, ctx: EvalContext, pointer: str) -> object:

@@ -25,15 +25,12 @@ _HEADERS = Headers({"Content-Type": "application/x-www-form-urlencoded"})
 
 
 def _scalar(value: object, pointer: str) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        try:
-            return _json.format_number(value)
-        except _json.NonJSONValueError as exc:
-            raise EvaluationError(f"urlencoded encoding: {exc}", pointer) from None
-    if isinstance(value, str):
-        return value
+    try:
+        text = _json.scalar_text(value)
+    except _json.NonJSONValueError as exc:
+        raise EvaluationError(f"urlencoded encoding: {exc}", pointer) from None
+    if text is not None:
+        return text
     if isinstance(value, bytes):
         raise EvaluationError("urlencoded encoding cannot encode a binary value", pointer)
     raise EvaluationError(f"urlencoded encoding cannot encode {type(value).__name__}", pointer)
