@@ -11,7 +11,7 @@ import re
 import stat
 
 from .. import _json
-from ..errors import CommandError, DirectoryError, EnvironmentVariableError
+from ..errors import CommandError, DirectoryError, EnvironmentVariableError, HandleError
 from ..policy import Policy
 
 __all__ = ["resolve_command", "resolve_directory", "resolve_environment"]
@@ -29,14 +29,7 @@ def resolve_directory(directory: str | None, pointer: str = "/directory") -> str
             "the directory must be a non-empty path without control characters", pointer
         )
     path = os.path.abspath(directory)
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise DirectoryError(f"the directory {directory!r} does not exist", pointer) from None
-    except OSError as exc:
-        raise DirectoryError(
-            f"the directory {directory!r} cannot be examined: {exc.strerror}", pointer
-        ) from None
+    info = _stat(path, f"the directory {directory!r}", DirectoryError, pointer)
     if not stat.S_ISDIR(info.st_mode):
         raise DirectoryError(f"{directory!r} is not a directory", pointer)
     if not os.access(path, os.X_OK):
@@ -44,15 +37,18 @@ def resolve_directory(directory: str | None, pointer: str = "/directory") -> str
     return path
 
 
-def _check_executable(path: str, shown: str, policy: Policy, pointer: str) -> str:
+def _stat(path: str, what: str, error: type[HandleError], pointer: str) -> os.stat_result:
+    """``os.stat`` with the refusal a caller can act on: missing, or unreadable."""
     try:
-        info = os.stat(path)
+        return os.stat(path)
     except FileNotFoundError:
-        raise CommandError(f"the command {shown!r} does not exist", pointer) from None
+        raise error(f"{what} does not exist", pointer) from None
     except OSError as exc:
-        raise CommandError(
-            f"the command {shown!r} cannot be examined: {exc.strerror}", pointer
-        ) from None
+        raise error(f"{what} cannot be examined: {exc.strerror}", pointer) from None
+
+
+def _check_executable(path: str, shown: str, policy: Policy, pointer: str) -> str:
+    info = _stat(path, f"the command {shown!r}", CommandError, pointer)
     if not stat.S_ISREG(info.st_mode):
         raise CommandError(f"the command {shown!r} is not a regular file", pointer)
     if not os.access(path, os.X_OK):

@@ -64,13 +64,13 @@ class EachNode:
             items = _sequence(self.source.evaluate(ctx))
         ctx.count_expansion(len(items), self.pointer)
         outer = ctx.args
-        base = dict(outer) if isinstance(outer, dict) else {}
+        base = outer if isinstance(outer, dict) else {}
         results: list[object] = []
         mapping: dict[str, object] = {}
         keys_from_data = False
         try:
             for item in items:
-                bound = base.copy()
+                bound = dict(base)  # one shallow copy per item; the arguments stay untouched
                 bound[self.name] = item
                 ctx.args = bound
                 value = self.body.evaluate(ctx)
