@@ -11,6 +11,7 @@ from pathlib import Path
 import trio
 
 from . import _json, form
+from ._utcp_cli import add_utcp_parser
 from .conformance import default_vectors_dir, format_table, load_vectors, run_vector
 from .errors import HandleError
 from .executor import CommandResult, Executor
@@ -219,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--vectors", help="vectors directory (default: spec_tests/vectors)")
     conformance.add_argument("--suite", help="run only this suite")
     conformance.set_defaults(run=_cmd_conformance)
+
+    add_utcp_parser(commands)
     return parser
 
 

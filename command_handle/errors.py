@@ -18,6 +18,7 @@ __all__ = [
     "HandleLoadError",
     "LaunchError",
     "TemplateEvaluationError",
+    "TranslationError",
     "Violation",
 ]
 
@@ -87,3 +88,24 @@ class EnvironmentVariableError(HandleError):
 
 class LaunchError(HandleError):
     """The operating system refused to start the program (for example EMFILE or ENOEXEC)."""
+
+
+class TranslationError(HandleError):
+    """A UTCP command uses shell syntax that is not translated; nothing ran.
+
+    ``step`` is the index of the command in the template, ``line`` and
+    ``column`` (both from 1) locate the construct in that command's text,
+    and ``construct`` names it.
+    """
+
+    def __init__(
+        self, message: str, *, step: int, source: str, offset: int, construct: str
+    ) -> None:
+        before = source[:offset]
+        self.step = step
+        self.line = before.count("\n") + 1
+        self.column = offset - (before.rfind("\n") + 1) + 1
+        self.offset = offset
+        self.construct = construct
+        where = f"step {step}, " + (f"line {self.line}, " if self.line > 1 else "")
+        super().__init__(f"{where}column {self.column}: {message}", f"/commands/{step}/command")

@@ -7,19 +7,22 @@ import contextlib
 import math
 import os
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import trio
 
-from ..handle import CommandHandle
+from ..handle import CommandHandle, Invocation
+from ..handle._resolve import resolve_directory
+from ..plan import Plan
 from ..policy import Policy
+from ._plan import PlanResult, check_plan, plan_environment, run_plan
 from ._process import run_invocation
 from ._result import CommandResult
 
-__all__ = ["Event", "Executor"]
+__all__ = ["Event", "Executor", "run_in_guest"]
 
 T = TypeVar("T")
 
@@ -63,10 +66,37 @@ class Executor:
         """
         handle = self._prepare(handle)
         invocation = handle.render(args, self.policy)
+        result = await self.run(invocation)
+        return replace(result, view=handle.shape_result(result.to_json()))
+
+    async def run(self, invocation: Invocation) -> CommandResult:
+        """Run an already validated :class:`~command_handle.handle.Invocation`."""
         async with self._limiter:
             self.spawned += 1
-            result = await run_invocation(invocation)
-        return replace(result, view=handle.shape_result(result.to_json()))
+            return await run_invocation(invocation)
+
+    async def run_plan(
+        self,
+        plan: Plan,
+        arguments: Mapping[str, str],
+        variables: Mapping[str, str] | None = None,
+    ) -> PlanResult:
+        """Run a translated plan (``mode="utcp"``) with its placeholders' text values.
+
+        Everything that can be checked is checked first, and a failure raises a
+        :class:`~command_handle.errors.HandleError` before anything runs: missing
+        arguments, the environment (with ``variables`` substituted into the
+        plan's values), the working directory, and what the policy forbids. The
+        whole plan holds one concurrency slot and shares ``policy.timeout``.
+        """
+        check_plan(plan, arguments, self.policy)
+        env = plan_environment(plan, variables or {}, self.policy)
+        cwd = resolve_directory(plan.working_dir, "/working_dir")
+        async with self._limiter:
+            return await run_plan(plan, arguments, env, cwd, self.policy, self._count_spawn)
+
+    def _count_spawn(self) -> None:
+        self.spawned += 1
 
     def call_sync(
         self, handle: CommandHandle | dict[str, Any] | str | os.PathLike[str], args: object = None
@@ -79,7 +109,7 @@ class Executor:
     ) -> CommandResult:
         """:meth:`call` for asyncio programs. Cancelling the asyncio task cancels the
         call, which kills the child's process group."""
-        return await _run_in_guest(lambda: self.call(handle, args))
+        return await run_in_guest(lambda: self.call(handle, args))
 
     @asynccontextmanager
     async def stream(
@@ -195,7 +225,7 @@ _PORTALS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _GuestPortal] = (
 )
 
 
-async def _run_in_guest(make: Callable[[], Awaitable[T]]) -> T:
+async def run_in_guest(make: Callable[[], Awaitable[T]]) -> T:
     """Run a trio coroutine from asyncio through the loop's guest run.
 
     Cancelling the asyncio task cancels the trio call; this returns only after

@@ -27,7 +27,7 @@ from ..policy import Policy
 from ._invocation import Invocation, StreamMode
 from ._resolve import resolve_command, resolve_directory, resolve_environment
 
-__all__ = ["CommandHandle", "IoSpec"]
+__all__ = ["CommandHandle", "IoSpec", "check_arguments"]
 
 _TEMPLATE_FIELDS = ("command", "arguments", "directory", "environment", "result")
 
@@ -163,14 +163,7 @@ class CommandHandle(BaseModel):
 
     def validate_arguments(self, args: object) -> None:
         """Step 1: the arguments against ``parameters``; every violation is reported."""
-        errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.absolute_path))
-        if errors:
-            raise ArgumentsError(
-                [
-                    Violation(_pointer_of(e.absolute_path), e.message, str(e.validator))
-                    for e in errors
-                ]
-            )
+        check_arguments(self._validator, args)
 
     def _evaluate(self, name: str, args: object) -> object:
         template = self._stdin if name == "io/stdin" else self._templates.get(name)
@@ -256,6 +249,15 @@ class CommandHandle(BaseModel):
         except FormError as exc:
             raise TemplateEvaluationError(exc.message, f"/result{exc.pointer}") from None
         return None if value is UNDEFINED else value
+
+
+def check_arguments(validator: Any, args: object) -> None:
+    """Raise :class:`ArgumentsError` listing every way ``args`` fails the schema."""
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ArgumentsError(
+            [Violation(_pointer_of(e.absolute_path), e.message, str(e.validator)) for e in errors]
+        )
 
 
 def _pointer_of(path: Iterable[str | int]) -> str:

@@ -1,0 +1,122 @@
+"""The ``command-handle utcp`` subcommands: translate, run and list UTCP templates."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import trio
+
+from . import _json, utcp
+from .errors import HandleError
+from .policy import Policy
+
+__all__ = ["add_utcp_parser"]
+
+
+def _source(options: argparse.Namespace) -> Any:
+    loaded = utcp.load(options.file)
+    if isinstance(loaded, utcp.UtcpManual):
+        if not options.tool:
+            names = ", ".join(tool.name for tool in loaded.tools)
+            raise utcp.UtcpLoadError(f"the file is a manual: pick a tool with --tool ({names})")
+        try:
+            return loaded.tool(options.tool)
+        except KeyError as exc:
+            raise utcp.UtcpLoadError(str(exc.args[0])) from None
+    return loaded
+
+
+def _report(exc: HandleError) -> int:
+    print(f"command-handle: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 2
+
+
+def _cmd_translate(options: argparse.Namespace) -> int:
+    try:
+        source = _source(options)
+        out: dict[str, Any] = {"plan": utcp.translate(source).to_json()}
+        migrated = utcp.command_handle_for(source)
+    except HandleError as exc:
+        return _report(exc)
+    if migrated is not None:
+        out["command_handle"] = migrated["handle"]
+        out["migration_notes"] = migrated["notes"]
+    print(_json.stringify(out, indent=2))
+    return 0
+
+
+def _object(text: str | None, what: str) -> dict[str, Any]:
+    from .cli import _read_json_argument  # one parser for --args everywhere
+
+    value = {} if text is None else _read_json_argument(text, what)
+    if not isinstance(value, dict):
+        raise SystemExit(f"command-handle: {what} must be a JSON object")
+    return value
+
+
+def _cmd_run(options: argparse.Namespace) -> int:
+    args = _object(options.args, "--args")
+    variables = {k: str(v) for k, v in _object(options.variables, "--variables").items()}
+    policy = Policy(allow_environment=tuple(options.allow_env or ()))
+    try:
+        source = _source(options)
+        result = trio.run(lambda: utcp.run(source, args, variables=variables, policy=policy))
+    except HandleError as exc:
+        return _report(exc)
+    if options.json:
+        print(_json.stringify(result.to_json(), indent=2))
+    else:
+        value = utcp._values.utcp_value(result.output)
+        print(value if isinstance(value, str) else _json.stringify(value, indent=2))
+    if result.timed_out:
+        print(f"command-handle: the call timed out after {policy.timeout:g} s", file=sys.stderr)
+        return 124
+    return 0
+
+
+def _cmd_tools(options: argparse.Namespace) -> int:
+    try:
+        loaded = utcp.load(options.file)
+        if not isinstance(loaded, utcp.UtcpManual):
+            loaded = trio.run(lambda: utcp.discover(loaded))
+    except HandleError as exc:
+        return _report(exc)
+    for tool in loaded.tools:
+        print(f"{tool.name}: {tool.description}")
+    for skipped in loaded.skipped:
+        print(f"{skipped.name}: skipped, {skipped.reason}")
+    return 0
+
+
+def add_utcp_parser(commands: Any) -> None:
+    parser = commands.add_parser("utcp", help="run UTCP CLI templates without a shell")
+    sub = parser.add_subparsers(dest="utcp_command", required=True)
+
+    translate = sub.add_parser(
+        "translate", help="print the plan, and the equivalent Command Handle when there is one"
+    )
+    translate.add_argument("file", help="a call template, tool, manual (with --tool) or provider")
+    translate.add_argument("--tool", help="the tool to pick from a manual")
+    translate.set_defaults(run=_cmd_translate)
+
+    run = sub.add_parser("run", help="call a template and print what utcp-cli would return")
+    run.add_argument("file")
+    run.add_argument("--tool", help="the tool to pick from a manual")
+    run.add_argument("--args", help="tool arguments: JSON text, @file, or @- for stdin")
+    run.add_argument("--variables", help="UTCP variables for ${NAME} in env_vars (JSON object)")
+    run.add_argument(
+        "--allow-env",
+        action="append",
+        metavar="PATTERN",
+        help="let the template set this loader/interpreter variable (e.g. PYTHONPATH)",
+    )
+    run.add_argument("--json", action="store_true", help="print every step's output and status")
+    run.set_defaults(run=_cmd_run)
+
+    tools = sub.add_parser(
+        "tools", help="list a manual's tools (a discovery template is run to get its manual)"
+    )
+    tools.add_argument("file")
+    tools.set_defaults(run=_cmd_tools)

@@ -1,0 +1,79 @@
+"""Word expansion with bash's rules: field splitting and pathname expansion.
+
+Input is a word whose parts are already expanded to text, each tagged with
+whether bash would split it (unquoted ``$VAR`` and ``$(...)`` results) and
+whether its characters may glob (unquoted text). Tool arguments are quoted
+text: they are never split or globbed.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+
+__all__ = ["Segment", "fields", "join"]
+
+# bash ignores IFS from the environment and the plan refuses assigning it,
+# so splitting always uses the default: space, tab, newline.
+_IFS = re.compile(r"([ \t\n]+)")
+_GLOB_CHARACTERS = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Expanded text of one word part."""
+
+    text: str
+    quoted: bool  # quoted text: no splitting, no globbing, makes a field even when empty
+    split: bool = False  # an unquoted expansion: split on IFS whitespace
+
+
+def join(segments: list[Segment]) -> str:
+    """The word as one string: assignments and redirection targets are not split."""
+    return "".join(segment.text for segment in segments)
+
+
+def fields(segments: list[Segment], cwd: str) -> list[str]:
+    """Split the word into fields, then expand globs relative to ``cwd``."""
+    result: list[str] = []
+    current: list[tuple[str, bool]] = []  # (text, may glob)
+    has_field = False
+    for segment in segments:
+        if segment.quoted:
+            current.append((segment.text, False))
+            has_field = True
+        elif not segment.split:
+            if segment.text:
+                current.append((segment.text, True))
+                has_field = True
+        else:
+            for index, piece in enumerate(_IFS.split(segment.text)):
+                if index % 2:  # a run of IFS whitespace ends the field
+                    if has_field:
+                        result.extend(_expand_field(current, cwd))
+                    current, has_field = [], False
+                elif piece:
+                    current.append((piece, True))
+                    has_field = True
+    if has_field:
+        result.extend(_expand_field(current, cwd))
+    return result
+
+
+def _expand_field(runs: list[tuple[str, bool]], cwd: str) -> list[str]:
+    text = "".join(run for run, _ in runs)
+    if not any(active and _GLOB_CHARACTERS.search(run) for run, active in runs):
+        return [text]
+    pattern = "".join(
+        run.replace("[^", "[!") if active else glob.escape(run) for run, active in runs
+    )
+    try:
+        matches = glob.glob(pattern, root_dir=cwd)
+    except OSError:  # pragma: no cover - unreadable directories simply do not match
+        matches = []
+    if not matches:
+        return [text]  # bash without nullglob: the word stays as written
+    # bash sorts matches; byte order is its order under the C locale.
+    return sorted(matches, key=os.fsencode)

@@ -1,0 +1,51 @@
+"""Argv plans: what a translated shell command asks the executor to run.
+
+A plan is plain, JSON-serialisable data: which programs run with which words,
+how they are piped and redirected, and how the steps' outputs combine. The
+:mod:`command_handle.utcp` layer produces plans from UTCP templates; the
+executor runs them. Nothing here spawns a process or touches the filesystem.
+"""
+
+from ._model import (
+    Arg,
+    Assignment,
+    Command,
+    Lit,
+    Part,
+    Pipeline,
+    Plan,
+    PlanEnvironment,
+    Redirect,
+    Sequence,
+    Step,
+    Subst,
+    Tilde,
+    Var,
+    Word,
+    word_is_static,
+    word_text,
+)
+from ._walk import iter_commands, substitute_variables, word_arguments
+
+__all__ = [
+    "Arg",
+    "Assignment",
+    "Command",
+    "Lit",
+    "Part",
+    "Pipeline",
+    "Plan",
+    "PlanEnvironment",
+    "Redirect",
+    "Sequence",
+    "Step",
+    "Subst",
+    "Tilde",
+    "Var",
+    "Word",
+    "iter_commands",
+    "substitute_variables",
+    "word_arguments",
+    "word_is_static",
+    "word_text",
+]

@@ -1,0 +1,54 @@
+"""UTCP CLI compatibility: run UTCP call templates and manuals with no shell.
+
+:func:`translate` parses each command with a bash grammar (tree-sitter-bash)
+into an inspectable :class:`~command_handle.plan.Plan` of argv executions;
+:func:`call` runs it on the core executor and returns what utcp-cli's
+``call_tool`` returns. Tool arguments are values, never shell syntax.
+"""
+
+from ..errors import TranslationError
+from ..executor import PlanResult, StepResult
+from ._api import (
+    DEFAULT_INHERITED,
+    call,
+    call_asyncio,
+    call_sync,
+    discover,
+    manual_from_output,
+    run,
+    translate,
+)
+from ._migrate import command_handle_for
+from ._models import (
+    CliCallTemplate,
+    CommandStep,
+    LegacyCliProvider,
+    SkippedTool,
+    UtcpLoadError,
+    UtcpManual,
+    UtcpTool,
+    load,
+)
+
+__all__ = [
+    "DEFAULT_INHERITED",
+    "CliCallTemplate",
+    "CommandStep",
+    "LegacyCliProvider",
+    "PlanResult",
+    "SkippedTool",
+    "StepResult",
+    "TranslationError",
+    "UtcpLoadError",
+    "UtcpManual",
+    "UtcpTool",
+    "call",
+    "call_asyncio",
+    "call_sync",
+    "command_handle_for",
+    "discover",
+    "load",
+    "manual_from_output",
+    "run",
+    "translate",
+]

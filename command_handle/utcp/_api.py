@@ -1,0 +1,333 @@
+"""Translate UTCP templates into plans, and call them through the executor.
+
+This module never spawns: :class:`~command_handle.executor.Executor` runs
+what :func:`translate` produces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import trio
+
+from ..errors import TranslationError
+from ..executor import Executor, PlanResult, StepResult, run_in_guest
+from ..executor._plan import plan_environment
+from ..handle import Invocation
+from ..handle._resolve import resolve_command, resolve_directory
+from ..plan import Arg, Command, Plan, PlanEnvironment, Step, Var, Word, iter_commands
+from ..policy import Policy
+from ._models import (
+    CliCallTemplate,
+    LegacyCliProvider,
+    Loaded,
+    UtcpLoadError,
+    UtcpManual,
+    UtcpTool,
+    _manual,
+    load,
+)
+from ._translate import translate_command
+from ._values import legacy_flags, legacy_value, render_arguments, utcp_value
+
+__all__ = [
+    "DEFAULT_INHERITED",
+    "call",
+    "call_asyncio",
+    "call_sync",
+    "discover",
+    "manual_from_output",
+    "run",
+    "translate",
+]
+
+# utcp-cli 1.1.5's allowlist on Unix when inherit_env_vars is null.
+DEFAULT_INHERITED: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TZ",
+    "TERM",
+)
+_CMD_OUTPUT = re.compile(r"CMD_(\d+)_OUTPUT")
+
+Source = Loaded | dict[str, Any] | str | os.PathLike[str]
+_LOADED = (CliCallTemplate, LegacyCliProvider, UtcpManual, UtcpTool)
+
+
+def _template(source: Source) -> CliCallTemplate | LegacyCliProvider | UtcpTool:
+    loaded = source if isinstance(source, _LOADED) else load(source)
+    if isinstance(loaded, UtcpManual):
+        raise UtcpLoadError(
+            "a manual holds several tools: pick one with manual.tool(name) "
+            f"({', '.join(tool.name for tool in loaded.tools) or 'it has no CLI tools'})"
+        )
+    return loaded
+
+
+def translate(source: Source) -> Plan:
+    """The plan for a call template, tool or legacy provider (cached on the model).
+
+    Raises :class:`~command_handle.errors.TranslationError` naming the step,
+    column and construct when a command uses shell syntax that is not run.
+    """
+    template = _template(source)
+    if isinstance(template, UtcpTool):
+        template = template.template
+    if template._plan is None:
+        template._plan = (
+            _translate_legacy(template)
+            if isinstance(template, LegacyCliProvider)
+            else _translate_template(template)
+        )
+    return template._plan
+
+
+def _translate_template(template: CliCallTemplate) -> Plan:
+    last = len(template.commands) - 1
+    steps = []
+    for index, step in enumerate(template.commands):
+        body = translate_command(step.command, index)
+        append = step.append_to_final_output
+        steps.append(Step(index, step.command, index == last if append is None else append, body))
+    plan = Plan(
+        name=template.name,
+        steps=tuple(steps),
+        environment=PlanEnvironment(
+            DEFAULT_INHERITED
+            if template.inherit_env_vars is None
+            else tuple(template.inherit_env_vars),
+            tuple((template.env_vars or {}).items()),
+        ),
+        working_dir=template.working_dir,
+    )
+    names: dict[str, None] = {}
+    for step_index, command in iter_commands(plan):
+        for word in _all_words(command):
+            for part in word:
+                if isinstance(part, Arg):
+                    names.setdefault(part.name)
+                elif isinstance(part, Var):
+                    match = _CMD_OUTPUT.fullmatch(part.name)
+                    if match and int(match.group(1)) >= step_index:
+                        source = template.commands[step_index].command
+                        raise TranslationError(
+                            f"${part.name} is the output of step {match.group(1)}, which has "
+                            f"not run yet at step {step_index}",
+                            step=step_index,
+                            source=source,
+                            offset=command.offset,
+                            construct="forward output reference",
+                        )
+    return Plan(
+        name=plan.name,
+        steps=plan.steps,
+        environment=plan.environment,
+        working_dir=plan.working_dir,
+        arguments=tuple(names),
+    )
+
+
+def _all_words(command: Command) -> list[Word]:
+    out = list(command.words)
+    out += [a.value for a in command.assignments if a.value is not None]
+    out += [r.target for r in command.redirects]
+    return out
+
+
+def _translate_legacy(provider: LegacyCliProvider) -> Plan:
+    try:
+        argv = tuple(shlex.split(provider.command_name))
+    except ValueError as exc:
+        raise TranslationError(
+            f"command_name cannot be split into words: {exc}",
+            step=0,
+            source=provider.command_name,
+            offset=len(provider.command_name),
+            construct="quoting",
+        ) from None
+    if not argv:
+        raise TranslationError(
+            "command_name is empty", step=0, source="", offset=0, construct="empty command"
+        )
+    return Plan(
+        name=provider.name,
+        environment=PlanEnvironment(DEFAULT_INHERITED, tuple((provider.env_vars or {}).items())),
+        working_dir=provider.working_dir,
+        mode="legacy",
+        legacy_command=argv,
+    )
+
+
+async def run(
+    source: Source,
+    args: Mapping[str, Any] | None = None,
+    *,
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+    executor: Executor | None = None,
+) -> PlanResult:
+    """Run a template and return every step's output and status (a trio coroutine).
+
+    ``variables`` feeds ``${NAME}`` in ``env_vars``. Arguments are validated
+    (against a tool's ``inputs``, and for every placeholder) before anything runs.
+    """
+    args = dict(args or {})
+    template = _template(source)
+    if isinstance(template, UtcpTool):
+        template.validate_arguments(args)
+    plan = translate(template)
+    executor = executor or Executor(policy)
+    if plan.mode == "legacy":
+        return await _run_legacy(plan, args, variables or {}, executor)
+    arguments = render_arguments(plan.arguments, args)
+    return await executor.run_plan(plan, arguments, variables)
+
+
+async def _run_legacy(
+    plan: Plan, args: Mapping[str, Any], variables: Mapping[str, str], executor: Executor
+) -> PlanResult:
+    policy = executor.policy
+    env = plan_environment(plan, variables, policy)
+    cwd = resolve_directory(plan.working_dir, "/working_dir")
+    program = resolve_command(plan.legacy_command[0], cwd, policy, "/command_name")
+    argv = (program, *plan.legacy_command[1:], *legacy_flags(args))
+    if any("\x00" in token for token in argv):
+        raise TranslationError(
+            "an argument contains a NUL character", step=0, source="", offset=0, construct="NUL"
+        )
+    invocation = Invocation(
+        argv=argv,
+        env=env,
+        cwd=cwd,
+        timeout=policy.timeout,
+        max_output=policy.max_output,
+        kill_grace=policy.kill_grace,
+        handle_name=plan.name,
+    )
+    result = await executor.run(invocation)
+    chosen = result.stdout if result.exit_code == 0 else result.stderr
+    text = chosen if isinstance(chosen, str) else ""
+    truncated = result.stdout_truncated if result.exit_code == 0 else result.stderr_truncated
+    status = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
+    step = StepResult(0, text.encode("utf-8", "surrogateescape"), status, truncated, True)
+    return PlanResult((step,), result.timed_out, result.duration_s)
+
+
+async def call(
+    source: Source,
+    args: Mapping[str, Any] | None = None,
+    *,
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+    executor: Executor | None = None,
+) -> object:
+    """What utcp-cli's ``call_tool`` returns for the same template: the output text,
+    or the parsed JSON when it starts with ``{`` or ``[`` (a trio coroutine).
+
+    Raises a :class:`~command_handle.errors.HandleError` before anything runs when
+    a check fails, and :class:`TimeoutError` when ``policy.timeout`` ends the call.
+    """
+    plan = translate(_template(source))
+    result = await run(source, args, variables=variables, policy=policy, executor=executor)
+    if result.timed_out:
+        step = result.steps[-1].index if result.steps else 0
+        timeout = (executor.policy if executor else policy or Policy()).timeout
+        raise TimeoutError(f"the call exceeded its {timeout:g} s timeout (in step {step})")
+    if plan.mode == "legacy":
+        return legacy_value(result.output)
+    return utcp_value(result.output)
+
+
+def call_sync(
+    source: Source,
+    args: Mapping[str, Any] | None = None,
+    *,
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+) -> object:
+    """Blocking form of :func:`call` (starts a trio run; not for use inside one)."""
+    return trio.run(partial(call, source, args, variables=variables, policy=policy))
+
+
+async def call_asyncio(
+    source: Source,
+    args: Mapping[str, Any] | None = None,
+    *,
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+) -> object:
+    """:func:`call` for asyncio programs; cancelling the task kills what runs."""
+    return await run_in_guest(lambda: call(source, args, variables=variables, policy=policy))
+
+
+async def discover(
+    source: Source,
+    *,
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+    executor: Executor | None = None,
+) -> UtcpManual:
+    """Run a manual's discovery template and parse the UTCP manual it prints, as
+    utcp-cli's ``register_manual`` does: the whole output as JSON, or JSON objects
+    line by line. Raises :class:`UtcpLoadError` when no manual is found."""
+    result = await run(source, {}, variables=variables, policy=policy, executor=executor)
+    manual = manual_from_output(result.output)
+    if manual is None:
+        raise UtcpLoadError("the discovery commands printed no UTCP manual or tool")
+    return manual
+
+
+def _is_manual(data: object) -> bool:
+    return isinstance(data, dict) and "utcp_version" in data and "tools" in data
+
+
+def _tools_in(data: object) -> list[dict[str, Any]]:
+    if isinstance(data, dict):
+        if isinstance(data.get("tools"), list):
+            return [tool for tool in data["tools"] if isinstance(tool, dict)]
+        if "name" in data and "description" in data:
+            return [data]
+    if isinstance(data, list):
+        return [tool for tool in data if isinstance(tool, dict)]
+    return []
+
+
+def manual_from_output(output: str) -> UtcpManual | None:
+    """A manual from discovery output, or None when it holds none."""
+    try:
+        data = json.loads(output.strip())
+    except json.JSONDecodeError:
+        data = None
+    else:
+        if _is_manual(data):
+            return _manual(data)
+        tools = _tools_in(data)
+        if tools:
+            return _manual({"manual_version": "0.0.0", "tools": tools})
+    tools = []
+    for line in output.split("\n"):
+        line = line.strip()
+        if not (line.startswith("{") and line.endswith("}")):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if _is_manual(data):
+            return _manual(data)
+        tools += _tools_in(data)
+    if tools:
+        return _manual({"manual_version": "0.0.0", "tools": tools})
+    return None

@@ -1,0 +1,278 @@
+"""UTCP documents as pydantic models: CLI call templates (1.x), manuals, tools, and
+legacy 0.x CLI providers. Loading errors name the bad field as a JSON Pointer."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .. import _json
+from ..errors import HandleLoadError
+from ..handle import check_arguments
+from ..plan import Plan
+
+__all__ = [
+    "CliCallTemplate",
+    "CommandStep",
+    "LegacyCliProvider",
+    "SkippedTool",
+    "UtcpLoadError",
+    "UtcpManual",
+    "UtcpTool",
+    "load",
+    "read_document",
+]
+
+
+class UtcpLoadError(HandleLoadError):
+    """A UTCP document is malformed or not a CLI template; ``pointer`` names the field."""
+
+
+class CommandStep(BaseModel):
+    """One command of a call template."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str = Field(min_length=1)
+    append_to_final_output: bool | None = None
+
+
+class _Cached(BaseModel):
+    _plan: Plan | None = PrivateAttr(default=None)
+
+
+class CliCallTemplate(_Cached):
+    """A UTCP 1.x CLI call template (``call_template_type: "cli"``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    call_template_type: Literal["cli"]
+    commands: list[CommandStep] = Field(min_length=1)
+    env_vars: dict[str, str] | None = None
+    inherit_env_vars: list[str] | None = None
+    working_dir: str | None = None
+    auth: None = None
+    allowed_communication_protocols: list[str] | None = None
+
+
+class LegacyCliProvider(_Cached):
+    """A UTCP 0.x CLI provider: ``command_name`` with the arguments appended as flags."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    provider_type: Literal["cli"]
+    command_name: str = Field(min_length=1)
+    env_vars: dict[str, str] | None = None
+    working_dir: str | None = None
+    auth: None = None
+
+
+class UtcpTool(BaseModel):
+    """A tool of a manual whose call template is a CLI template (1.x or legacy).
+
+    ``inputs`` is checked as a JSON Schema when the tool is loaded, and the
+    arguments of every call are validated against it before anything runs.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    average_response_size: int | None = None
+    tool_call_template: CliCallTemplate | None = None
+    tool_provider: LegacyCliProvider | None = None
+    _validator: Any = PrivateAttr(default=None)
+
+    @field_validator("inputs", "outputs")
+    @classmethod
+    def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            jsonschema.Draft202012Validator.check_schema(value)
+        except jsonschema.SchemaError as exc:
+            where = "".join(f"/{part}" for part in exc.path)
+            raise ValueError(f"not a valid JSON Schema at {where or '/'}: {exc.message}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_template(self) -> UtcpTool:
+        if (self.tool_call_template is None) == (self.tool_provider is None):
+            raise ValueError("give exactly one of tool_call_template or tool_provider")
+        self._validator = jsonschema.Draft202012Validator(self.inputs)
+        return self
+
+    @property
+    def template(self) -> CliCallTemplate | LegacyCliProvider:
+        template = self.tool_call_template or self.tool_provider
+        assert template is not None
+        return template
+
+    def validate_arguments(self, args: object) -> None:
+        """Raise :class:`~command_handle.errors.ArgumentsError` unless ``args`` fits ``inputs``."""
+        check_arguments(self._validator, args)
+
+
+class SkippedTool(BaseModel):
+    """A manual's tool that is not run here, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    call_template_type: str
+    reason: str
+
+
+class UtcpManual(BaseModel):
+    """A UTCP manual: its CLI tools, and the tools skipped with the reason."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    manual_version: str = "1.0.0"
+    utcp_version: str = "1.0.0"
+    tools: list[UtcpTool] = Field(default_factory=list)
+    skipped: list[SkippedTool] = Field(default_factory=list)
+
+    def tool(self, name: str) -> UtcpTool:
+        """The CLI tool called ``name`` (a ``manual.tool`` prefix is accepted)."""
+        short = name.rpartition(".")[2]
+        for tool in self.tools:
+            if tool.name in (name, short) or tool.name.rpartition(".")[2] == short:
+                return tool
+        skipped = next((s for s in self.skipped if s.name == name), None)
+        if skipped is not None:
+            raise KeyError(f"the tool {name!r} was skipped: {skipped.reason}")
+        raise KeyError(f"the manual has no CLI tool named {name!r}")
+
+
+def _errors(exc: ValidationError, prefix: str = "") -> UtcpLoadError:
+    problems = []
+    first = ""
+    for error in exc.errors():
+        loc = [part for part in error["loc"] if not str(part).startswith("function-")]
+        pointer = prefix + "".join(f"/{part}" for part in loc)
+        first = first or pointer
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field {str(loc[-1])!r}"
+        elif error["type"] == "missing":
+            message = f"missing field {str(loc[-1])!r}"
+        elif (
+            error["type"] == "literal_error"
+            and loc
+            and loc[-1]
+            in (
+                "call_template_type",
+                "provider_type",
+            )
+        ):
+            message = f"{loc[-1]} must be 'cli'"
+        else:
+            message = error["msg"].removeprefix("Value error, ")
+        problems.append(f"{pointer or '/'}: {message}")
+    return UtcpLoadError("invalid UTCP document: " + "; ".join(problems), first)
+
+
+def _tool(document: dict[str, Any], pointer: str) -> UtcpTool | SkippedTool:
+    template = document.get("tool_call_template")
+    provider = document.get("tool_provider")
+    kind = None
+    if isinstance(template, dict):
+        kind = template.get("call_template_type")
+    elif isinstance(provider, dict):
+        kind = provider.get("provider_type") or provider.get("type")
+    if kind is not None and kind != "cli":
+        return SkippedTool(
+            name=str(document.get("name", "")),
+            call_template_type=str(kind),
+            reason=f"its call template type is {kind!r}; only 'cli' templates run here",
+        )
+    if isinstance(provider, dict) and "provider_type" not in provider and "type" in provider:
+        provider = {**provider, "provider_type": provider["type"]}
+        provider.pop("type")
+        document = {**document, "tool_provider": provider}
+    try:
+        return UtcpTool.model_validate(document)
+    except ValidationError as exc:
+        raise _errors(exc, pointer) from None
+
+
+def _manual(document: dict[str, Any]) -> UtcpManual:
+    tools_value = document.get("tools")
+    if not isinstance(tools_value, list):
+        raise UtcpLoadError("invalid UTCP manual: tools must be an array", "/tools")
+    tools: list[UtcpTool] = []
+    skipped: list[SkippedTool] = []
+    for index, item in enumerate(tools_value):
+        if not isinstance(item, dict):
+            raise UtcpLoadError("invalid UTCP manual: a tool must be an object", f"/tools/{index}")
+        tool = _tool(item, f"/tools/{index}")
+        (skipped if isinstance(tool, SkippedTool) else tools).append(tool)  # type: ignore[arg-type]
+    rest = {k: v for k, v in document.items() if k != "tools"}
+    try:
+        return UtcpManual.model_validate({**rest, "tools": tools, "skipped": skipped})
+    except ValidationError as exc:
+        raise _errors(exc) from None
+
+
+Loaded = CliCallTemplate | LegacyCliProvider | UtcpManual | UtcpTool
+
+
+def load(source: dict[str, Any] | str | os.PathLike[str]) -> Loaded:
+    """Load a CLI call template, a legacy CLI provider, a tool or a manual.
+
+    ``source`` is a dict or a ``.json``/``.yaml`` file. The kind is recognised
+    by its fields: ``call_template_type``, ``provider_type``, ``tools``, or
+    ``tool_call_template``/``tool_provider``.
+    """
+    document = source if isinstance(source, dict) else read_document(source)
+    if "tools" in document:
+        return _manual(document)
+    if "tool_call_template" in document or "tool_provider" in document:
+        tool = _tool(document, "")
+        if isinstance(tool, SkippedTool):
+            raise UtcpLoadError(f"the tool {tool.name!r} is skipped: {tool.reason}")
+        return tool
+    try:
+        if "provider_type" in document:
+            return LegacyCliProvider.model_validate(document)
+        if "call_template_type" in document:
+            return CliCallTemplate.model_validate(document)
+    except ValidationError as exc:
+        raise _errors(exc) from None
+    raise UtcpLoadError(
+        "not a UTCP document: expected call_template_type (a call template), provider_type "
+        "(a 0.x provider), tools (a manual) or tool_call_template (a tool)"
+    )
+
+
+def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise UtcpLoadError(f"cannot read {file}: {exc.strerror}") from None
+    try:
+        yaml_file = file.suffix in (".yaml", ".yml")
+        document = yaml.safe_load(data) if yaml_file else _json.loads(data)
+    except (yaml.YAMLError, _json.JSONDecodeError) as exc:
+        raise UtcpLoadError(f"{file.name} is not valid JSON or YAML: {exc}") from None
+    if not isinstance(document, dict):
+        raise UtcpLoadError(f"{file.name} must hold an object")
+    return document

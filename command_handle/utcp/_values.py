@@ -1,0 +1,61 @@
+"""UTCP's value rules: how arguments become text, and what a call returns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["legacy_flags", "legacy_value", "render_arguments", "render_value", "utcp_value"]
+
+
+def render_value(value: object) -> str:
+    """One argument as text: strings as given, numbers and booleans as utcp-cli
+    renders them (Python ``str``: ``True``, ``1.0``), lists and objects as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def render_arguments(names: tuple[str, ...], args: Mapping[str, Any]) -> dict[str, str]:
+    """The placeholders' values. A null argument counts as missing, and the executor
+    refuses missing ones (utcp-cli would substitute the text ``MISSING_ARG_<name>``)."""
+    return {name: render_value(args[name]) for name in names if args.get(name) is not None}
+
+
+def legacy_flags(args: Mapping[str, Any]) -> list[str]:
+    """UTCP 0.x: ``--name value`` per argument; ``true`` is ``--name``, ``false`` and
+    null add nothing, a list repeats the flag for each item."""
+    tokens: list[str] = []
+    for name, value in args.items():
+        if isinstance(value, bool):
+            if value:
+                tokens.append(f"--{name}")
+        elif isinstance(value, list):
+            for item in value:
+                tokens += [f"--{name}", render_value(item)]
+        elif value is not None:
+            tokens += [f"--{name}", render_value(value)]
+    return tokens
+
+
+def utcp_value(output: str) -> object:
+    """utcp-cli 1.x: the stripped output, parsed when it starts with ``{`` or ``[``."""
+    if output.startswith(("{", "[")):
+        try:
+            return json.loads(output)
+        except json.JSONDecodeError:
+            pass
+    return output
+
+
+def legacy_value(output: str) -> object:
+    """UTCP 0.x: any JSON document is parsed; otherwise the stripped text."""
+    if not output.strip():
+        return ""
+    try:
+        return json.loads(output)
+    except json.JSONDecodeError:
+        return output.strip()
