@@ -50,7 +50,16 @@ from ._process import _READ_SIZE, _signal_group, _terminate
 from ._shell import BuiltinIO, ShellState
 from .builtins import BUILTINS
 
-__all__ = ["PlanResult", "StepResult", "check_plan", "plan_environment", "run_plan"]
+__all__ = [
+    "BASH_DEFAULT_PATH",
+    "PlanResult",
+    "StepResult",
+    "check_plan",
+    "plan_environment",
+    "run_plan",
+]
+
+BASH_DEFAULT_PATH = "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
 
 _ENV_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
@@ -442,7 +451,7 @@ class _PlanRun:
             if entries is None:
                 entries = tuple(state.variables.get("PATH", os.defpath).split(os.pathsep))
             for entry in entries:
-                # Relative entries would make the lookup depend on the directory.
+                # Relative entries would make the lookup depend on the directory: skipped.
                 candidate = os.path.join(entry, name)
                 if (
                     os.path.isabs(entry)
@@ -492,7 +501,8 @@ class _PlanRun:
             self.on_spawn()
             try:
                 process = await trio.lowlevel.open_process(
-                    [path, *words[1:]],
+                    words,  # argv[0] as written, as bash passes it
+                    executable=path,
                     stdin=fds[0],
                     stdout=fds[1],
                     stderr=fds[2],
@@ -596,4 +606,8 @@ async def run_plan(
     """Run a checked utcp-mode plan (see :func:`check_plan`) from ``cwd`` with ``env``."""
     state = ShellState(cwd, dict(env), set(env))
     state.set("PWD", cwd, export=True)
+    if "PATH" not in env:
+        # bash's built-in default when PATH is not inherited (a shell variable, not
+        # exported), without its relative '.' entry.
+        state.set("PATH", BASH_DEFAULT_PATH)
     return await _PlanRun(plan, arguments, policy, on_spawn).run(state)
