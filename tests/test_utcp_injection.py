@@ -24,7 +24,7 @@ PAYLOADS = [
     "`touch PWNED`",
     "' ; touch PWNED ; '",
     '" ; touch PWNED ; "',
-    "\\\" ; touch PWNED ; \\\"",
+    '\\" ; touch PWNED ; \\"',
     "\\",
     "line\n; touch PWNED\n",
     "$HOME ${HOME} $CMD_0_OUTPUT",
