@@ -101,3 +101,19 @@ def test_readme_handle_example(tmp_path: Path) -> None:
     )
     assert (result.exit_code, result.stdout, result.timed_out) == (0, "2:beta\n", False)
     assert "search-text.json" in (ROOT / "README.md").read_text()
+
+
+def test_readme_utcp_tour_and_docs_utcp_examples(tmp_path: Path) -> None:
+    from command_handle import utcp
+
+    echo_chain = utcp.load(ROOT / "fixtures" / "utcp" / "protocol-echo-chain.json")
+    assert utcp.call_sync(echo_chain, {"message": "hello; rm -rf ~"}) == (
+        "Previous: hello; rm -rf ~"
+    )
+    assert "'Previous: hello; rm -rf ~'" in (ROOT / "README.md").read_text()
+    assert utcp.call_sync(echo_chain, {"message": "hello"}) == "Previous: hello"
+    migrated = utcp.command_handle_for(ROOT / "fixtures" / "utcp" / "protocol-sandboxing.json")
+    assert migrated is not None
+    arguments = migrated["handle"]["arguments"]
+    assert arguments[-2:] == ["cat", "/data/{{filename}}"]
+    assert f'"arguments": {json.dumps(arguments)}' in (ROOT / "docs" / "utcp.md").read_text()
