@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import statistics
 import time
@@ -74,19 +75,22 @@ async def _trio_rounds(call: Callable[[], Awaitable[object]], rounds: int, numbe
 
 
 def _utcp_cli_call() -> Callable[[dict[str, Any]], Callable[[], Awaitable[object]]] | None:
-    try:
-        from utcp_cli.cli_call_template import CliCallTemplateSerializer
-        from utcp_cli.cli_communication_protocol import CliCommunicationProtocol
+    try:  # the 'bench' extra; imported by name so type checking does not need it
+        templates = importlib.import_module("utcp_cli.cli_call_template")
+        protocols = importlib.import_module("utcp_cli.cli_communication_protocol")
     except ImportError:
         return None
     logging.disable(logging.CRITICAL)  # utcp-cli logs every call at INFO
-    protocol = CliCommunicationProtocol()
+    protocol = protocols.CliCommunicationProtocol()
 
     def make(document: dict[str, Any]) -> Callable[[], Awaitable[object]]:
-        template = CliCallTemplateSerializer().validate_dict(document)
+        template = templates.CliCallTemplateSerializer().validate_dict(document)
 
         def call() -> Awaitable[object]:
-            return protocol.call_tool(None, "test_cli.echo_chain", ARGS, template)
+            coroutine: Awaitable[object] = protocol.call_tool(
+                None, "test_cli.echo_chain", ARGS, template
+            )
+            return coroutine
 
         return call
 
@@ -103,12 +107,15 @@ def main() -> None:
     make_utcp_cli = _utcp_cli_call()
     for label, document in (("echo chain (builtins)", CHAIN), ("/bin/echo chain", SPAWNING_CHAIN)):
         template = utcp.load(document)
-        ours_asyncio = asyncio.run(
-            _asyncio_rounds(lambda t=template: utcp.call_asyncio(t, ARGS), rounds, number)
-        )
-        ours_trio = trio.run(
-            _trio_rounds, lambda t=template: utcp.call(t, ARGS), rounds, number
-        )
+
+        def via_asyncio(t: Any = template) -> Awaitable[object]:
+            return utcp.call_asyncio(t, ARGS)
+
+        def via_trio(t: Any = template) -> Awaitable[object]:
+            return utcp.call(t, ARGS)
+
+        ours_asyncio = asyncio.run(_asyncio_rounds(via_asyncio, rounds, number))
+        ours_trio = trio.run(_trio_rounds, via_trio, rounds, number)
         print(f"{label}: ours under trio {ours_trio:.3f} ms/call")
         theirs = None
         if make_utcp_cli is not None:

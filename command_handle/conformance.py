@@ -15,10 +15,13 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import _json, errors, form
+import trio
+
+from . import _json, errors, form, utcp
 from .args import ArgsError
 from .executor import CommandResult, Executor
 from .handle import CommandHandle
@@ -280,16 +283,66 @@ def _check_result(result: CommandResult, expect: dict[str, Any]) -> None:
                 )
 
 
+def run_utcp(vector: Vector) -> None:
+    """Call a UTCP template with real processes; refused calls must spawn nothing."""
+    data = vector.data
+    probe = vector.file.parent.parent.parent / "fixtures" / "programs" / "probe.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        replacements = {
+            "@python": sys.executable,
+            "@probe": str(probe),
+            "@tmp": os.path.realpath(tmp),
+            "@missing": "/nonexistent/command-handle-vector",
+        }
+        document = _substitute(data["template"], replacements)
+        args = _substitute(data.get("args", {}), replacements)
+        variables = _substitute(data.get("variables", {}), replacements)
+        expect = _substitute(data.get("expect"), replacements)
+        os.environ["CH_VECTOR_SECRET"] = _SECRET
+        executor = Executor()
+        try:
+            try:
+                template = utcp.load(document)
+                value = trio.run(
+                    partial(utcp.call, template, args, variables=variables, executor=executor)
+                )
+            except Exception as exc:
+                if "error" not in data:
+                    raise VectorFailure(f"call failed: {type(exc).__name__}: {exc}") from exc
+                check_error(vector, exc, "call")
+                if executor.spawned:
+                    raise VectorFailure(
+                        "a process was spawned although the call was refused"
+                    ) from exc
+                return
+        finally:
+            del os.environ["CH_VECTOR_SECRET"]
+    if "error" in data:
+        raise VectorFailure(f"expected {data['error']['type']}, the call returned {_show(value)}")
+    if _SECRET in json.dumps(value):
+        raise VectorFailure("the parent's secret reached the child")
+    if "expect_subset" in data:
+        subset = _substitute(data["expect_subset"], replacements)
+        if not isinstance(value, dict) or not all(
+            same_json(value.get(key), item) for key, item in subset.items()
+        ):
+            raise VectorFailure(f"expected at least {_show(subset)}, got {_show(value)}")
+    elif not same_json(value, expect):
+        raise VectorFailure(f"expected {_show(expect)}, got {_show(value)}")
+
+
 SUITES: dict[str, Callable[[Vector], None]] = {
     "tool-form": run_tool_form,
     "args": run_tool_form,
     "command-handle": run_command_handle,
+    "utcp": run_utcp,
 }
 for _error in (
     ArgsError,
     *(getattr(errors, name) for name in errors.__all__ if name != "Violation"),
 ):
     register_error_class(_error)
+register_error_class(utcp.UtcpLoadError)
 
 
 def run_vector(vector: Vector) -> VectorResult:
