@@ -54,17 +54,8 @@ def _median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1e3
 
 
-async def _asyncio_rounds(call: Callable[[], Awaitable[object]], rounds: int, number: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(number):
-            assert await call() == "Previous: hello"
-        samples.append((time.perf_counter() - start) / number)
-    return _median_ms(samples)
-
-
-async def _trio_rounds(call: Callable[[], Awaitable[object]], rounds: int, number: int) -> float:
+async def _rounds(call: Callable[[], Awaitable[object]], rounds: int, number: int) -> float:
+    """Median ms per call; runs under asyncio or trio alike."""
     samples = []
     for _ in range(rounds):
         start = time.perf_counter()
@@ -114,12 +105,12 @@ def main() -> None:
         def via_trio(t: Any = template) -> Awaitable[object]:
             return utcp.call(t, ARGS)
 
-        ours_asyncio = asyncio.run(_asyncio_rounds(via_asyncio, rounds, number))
-        ours_trio = trio.run(_trio_rounds, via_trio, rounds, number)
+        ours_asyncio = asyncio.run(_rounds(via_asyncio, rounds, number))
+        ours_trio = trio.run(_rounds, via_trio, rounds, number)
         print(f"{label}: ours under trio {ours_trio:.3f} ms/call")
         theirs = None
         if make_utcp_cli is not None:
-            theirs = asyncio.run(_asyncio_rounds(make_utcp_cli(document), rounds, number))
+            theirs = asyncio.run(_rounds(make_utcp_cli(document), rounds, number))
         rows.append((label, ours_asyncio, theirs))
 
     print("| chain | ours (asyncio) | utcp-cli 1.1.5 | speed-up |")

@@ -207,6 +207,15 @@ def _substitute(value: Any, replacements: dict[str, str]) -> Any:
 _SECRET = "vector-secret-value-not-for-children"
 
 
+def _check_refusal(vector: Vector, exc: Exception, executor: Executor) -> None:
+    """A call raised: the vector must expect this error, and nothing may have run."""
+    if "error" not in vector.data:
+        raise VectorFailure(f"call failed: {type(exc).__name__}: {exc}") from exc
+    check_error(vector, exc, "call")
+    if executor.spawned:
+        raise VectorFailure("a process was spawned although the call was refused") from exc
+
+
 def run_command_handle(vector: Vector) -> None:
     """Run a Command Handle vector with real processes (see the suite's description)."""
     data = vector.data
@@ -236,13 +245,7 @@ def run_command_handle(vector: Vector) -> None:
             try:
                 result = executor.call_sync(handle, args)
             except Exception as exc:
-                if "error" not in data:
-                    raise VectorFailure(f"call failed: {type(exc).__name__}: {exc}") from exc
-                check_error(vector, exc, "call")
-                if executor.spawned:
-                    raise VectorFailure(
-                        "a process was spawned although the call was refused"
-                    ) from exc
+                _check_refusal(vector, exc, executor)
                 return
         finally:
             del os.environ["CH_VECTOR_SECRET"]
@@ -307,13 +310,7 @@ def run_utcp(vector: Vector) -> None:
                     partial(utcp.call, template, args, variables=variables, executor=executor)
                 )
             except Exception as exc:
-                if "error" not in data:
-                    raise VectorFailure(f"call failed: {type(exc).__name__}: {exc}") from exc
-                check_error(vector, exc, "call")
-                if executor.spawned:
-                    raise VectorFailure(
-                        "a process was spawned although the call was refused"
-                    ) from exc
+                _check_refusal(vector, exc, executor)
                 return
         finally:
             del os.environ["CH_VECTOR_SECRET"]
