@@ -479,3 +479,32 @@ def test_cli_shows_elapsed_time_only_on_a_terminal(tmp_path: Path) -> None:
         command, capture_output=True, text=True, timeout=60, check=True, cwd=ROOT
     )
     assert piped.stderr == ""
+
+
+def test_a_setsid_escapee_is_the_documented_limit(tmp_path: Path) -> None:
+    """docs/security.md, Known limits: a descendant that double-forks and calls
+    setsid leaves the process group. The call still returns after the grace
+    period (its pipes are abandoned), and the escapee is not killed."""
+    pidfile = tmp_path / "escapee"
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "        time.sleep(30)\n"  # holds the stdout pipe
+        "    os._exit(0)\n"
+        "os.wait()\n"
+        "while not os.path.exists(" + repr(str(pidfile)) + "): time.sleep(0.01)\n"
+        "print('parent done')\n"
+    )
+    executor = Executor(Policy(kill_grace=0.3))
+    started = time.monotonic()
+    result = executor.call_sync(python_handle(code), {})
+    assert time.monotonic() - started < 10
+    assert result.exit_code == 0 and result.stdout == "parent done\n"
+    escapee = int(pidfile.read_text())
+    try:
+        os.kill(escapee, 0)  # still alive: outside the group, as documented
+    finally:
+        os.kill(escapee, signal.SIGKILL)
