@@ -207,6 +207,18 @@ def _substitute(value: Any, replacements: dict[str, str]) -> Any:
 _SECRET = "vector-secret-value-not-for-children"
 
 
+def _replacements(vector: Vector, tmp: str) -> dict[str, str]:
+    """The placeholders process vectors may use, for a fresh directory ``tmp``."""
+    probe = vector.file.parent.parent.parent / "fixtures" / "programs" / "probe.py"
+    return {
+        "@python": sys.executable,
+        "@probe": str(probe),
+        "@tmp": os.path.realpath(tmp),
+        "@cwd": os.getcwd(),
+        "@missing": "/nonexistent/command-handle-vector",
+    }
+
+
 def _check_refusal(vector: Vector, exc: Exception, executor: Executor) -> None:
     """A call raised: the vector must expect this error, and nothing may have run."""
     if "error" not in vector.data:
@@ -219,15 +231,8 @@ def _check_refusal(vector: Vector, exc: Exception, executor: Executor) -> None:
 def run_command_handle(vector: Vector) -> None:
     """Run a Command Handle vector with real processes (see the suite's description)."""
     data = vector.data
-    probe = vector.file.parent.parent.parent / "fixtures" / "programs" / "probe.py"
     with tempfile.TemporaryDirectory() as tmp:
-        replacements = {
-            "@python": sys.executable,
-            "@probe": str(probe),
-            "@tmp": os.path.realpath(tmp),
-            "@cwd": os.getcwd(),
-            "@missing": "/nonexistent/command-handle-vector",
-        }
+        replacements = _replacements(vector, tmp)
         document = _substitute(data["handle"], replacements)
         args = _substitute(data.get("args", {}), replacements)
         expect = _substitute(data.get("expect"), replacements)
@@ -289,14 +294,8 @@ def _check_result(result: CommandResult, expect: dict[str, Any]) -> None:
 def run_utcp(vector: Vector) -> None:
     """Call a UTCP template with real processes; refused calls must spawn nothing."""
     data = vector.data
-    probe = vector.file.parent.parent.parent / "fixtures" / "programs" / "probe.py"
     with tempfile.TemporaryDirectory() as tmp:
-        replacements = {
-            "@python": sys.executable,
-            "@probe": str(probe),
-            "@tmp": os.path.realpath(tmp),
-            "@missing": "/nonexistent/command-handle-vector",
-        }
+        replacements = _replacements(vector, tmp)
         document = _substitute(data["template"], replacements)
         args = _substitute(data.get("args", {}), replacements)
         variables = _substitute(data.get("variables", {}), replacements)
