@@ -9,7 +9,6 @@ import resource
 import shutil
 import signal
 import stat
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,47 +30,7 @@ from command_handle import (
 from command_handle.args import ArgsError
 from command_handle.form import escape
 
-ROOT = Path(__file__).resolve().parent.parent
-PROBE = str(ROOT / "fixtures" / "programs" / "probe.py")
-PY = sys.executable
-
-
-def probe_handle(**fields: Any) -> CommandHandle:
-    document: dict[str, Any] = {
-        "name": "probe",
-        "handle": "command",
-        "command": PY,
-        "arguments": {"$use": [PROBE, {"$spread": {"$": "words"}}]},
-        "parameters": {"type": "object"},
-    }
-    document.update(fields)
-    return CommandHandle.load(document)
-
-
-def python_handle(code: str, **fields: Any) -> CommandHandle:
-    document: dict[str, Any] = {
-        "name": "py",
-        "handle": "command",
-        "command": PY,
-        "arguments": ["-c", escape(code)],  # the code is data, not a template
-    }
-    document.update(fields)
-    return CommandHandle.load(document)
-
-
-def report(result: Any) -> dict[str, Any]:
-    assert result.exit_code == 0, result.stderr
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
-
-
-def alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+from .processes import PROBE, PY, ROOT, alive, probe_handle, python_handle, report
 
 
 def test_parent_secret_never_reaches_the_child(monkeypatch: pytest.MonkeyPatch) -> None:

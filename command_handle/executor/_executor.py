@@ -49,7 +49,7 @@ class Executor:
     def __init__(self, policy: Policy | None = None) -> None:
         self.policy = policy or Policy()
         self._limiter = trio.CapacityLimiter(self.policy.max_concurrency)
-        self.spawned = 0  # children started, for tests and monitoring
+        self.spawned = 0  # launches attempted (a failed launch counts), for monitoring
 
     def _prepare(
         self, handle: CommandHandle | dict[str, Any] | str | os.PathLike[str]
@@ -72,8 +72,7 @@ class Executor:
     async def run(self, invocation: Invocation) -> CommandResult:
         """Run an already validated :class:`~command_handle.handle.Invocation`."""
         async with self._limiter:
-            self.spawned += 1
-            return await run_invocation(invocation)
+            return await run_invocation(invocation, on_spawn=self._count_spawn)
 
     async def run_plan(
         self,
@@ -134,8 +133,7 @@ class Executor:
                     await send.send(Event(kind, chunk))
 
                 async with self._limiter:
-                    self.spawned += 1
-                    result = await run_invocation(invocation, forward)
+                    result = await run_invocation(invocation, forward, self._count_spawn)
                 result = replace(result, view=handle.shape_result(result.to_json()))
                 await send.send(Event("exit", result=result))
 

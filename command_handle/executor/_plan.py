@@ -25,6 +25,7 @@ from ..errors import (
     ArgumentsError,
     CommandError,
     EnvironmentVariableError,
+    HandleError,
     Violation,
 )
 from ..plan import (
@@ -46,7 +47,7 @@ from ..plan import (
 )
 from ..policy import Policy
 from ._expand import Segment, fields, join
-from ._process import _READ_SIZE, _signal_group, _terminate
+from ._process import _READ_SIZE, RESOURCE_ERRNOS, _signal_group, _terminate, resource_error
 from ._shell import BuiltinIO, ShellState
 from .builtins import BUILTINS
 
@@ -496,10 +497,11 @@ class _PlanRun:
                 pipes[id(target)] = (read_end, write_end, target)
             return pipes[id(target)][1]
 
+        await trio.lowlevel.checkpoint_if_cancelled()  # nothing starts for a cancelled call
         try:
-            fds = [descriptor(target) for target in table]
-            self.on_spawn()
             try:
+                fds = [descriptor(target) for target in table]
+                self.on_spawn()
                 process = await trio.lowlevel.open_process(
                     words,  # argv[0] as written, as bash passes it
                     executable=path,
@@ -512,12 +514,16 @@ class _PlanRun:
                     close_fds=True,
                 )
             except OSError as exc:
+                if exc.errno in RESOURCE_ERRNOS:
+                    raise resource_error(exc) from None
                 reason = errno.errorcode.get(exc.errno or 0, "error")
-                await _write(table[2], _message(words[0], f"{exc.strerror or exc} ({reason})"))
+                # As bash reports it; a directory removed after the check is named.
+                subject = state.cwd if exc.filename == state.cwd else words[0]
+                await _write(table[2], _message(subject, f"{exc.strerror or exc} ({reason})"))
                 return 126 if exc.errno != errno.ENOENT else 127
             finally:
                 for _, write_end, _ in pipes.values():
-                    os.close(write_end)
+                    _close(write_end)
                 release()  # the child has its copies; ours would hold pipes open
             return await self._wait(process, [(r, sink) for r, _, sink in pipes.values()])
         finally:
@@ -610,4 +616,26 @@ async def run_plan(
         # bash's built-in default when PATH is not inherited (a shell variable, not
         # exported), without its relative '.' entry.
         state.set("PATH", BASH_DEFAULT_PATH)
-    return await _PlanRun(plan, arguments, policy, on_spawn).run(state)
+    try:
+        return await _PlanRun(plan, arguments, policy, on_spawn).run(state)
+    except OSError as exc:
+        if exc.errno in RESOURCE_ERRNOS:
+            raise resource_error(exc) from None
+        raise
+    except BaseExceptionGroup as group:
+        # A refusal inside a pipeline comes out of its nursery wrapped in a group;
+        # the caller gets the refusal itself, as from a single command.
+        raise _refusal_in(group) from None
+
+
+def _refusal_in(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first refusal in ``group`` if it holds nothing else; otherwise the group."""
+    refusals, rest = group.split((HandleError, OSError))
+    if rest is not None or refusals is None:
+        return group
+    first: BaseException = refusals
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    if isinstance(first, OSError):
+        return resource_error(first) if first.errno in RESOURCE_ERRNOS else group
+    return first

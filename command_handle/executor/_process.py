@@ -27,7 +27,13 @@ from ..errors import LaunchError
 from ..handle import Invocation
 from ._result import CommandResult
 
-__all__ = ["ChunkCallback", "run_invocation"]
+__all__ = [
+    "RESOURCE_ERRNOS",
+    "ChunkCallback",
+    "launch_error",
+    "resource_error",
+    "run_invocation",
+]
 
 ChunkCallback = Callable[[str, bytes], Awaitable[None]]
 _READ_SIZE = 65536
@@ -100,6 +106,45 @@ def _mode(mode: str) -> int | None:
     return {"pipe": subprocess.PIPE, "ignore": subprocess.DEVNULL, "inherit": None}[mode]
 
 
+# The host ran out of something; the handle is not at fault and a retry may work.
+RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
+
+
+def _reason(exc: OSError) -> str:
+    return f"{exc.strerror or 'error'} ({errno.errorcode.get(exc.errno or 0, 'error')})"
+
+
+def resource_error(exc: OSError) -> LaunchError:
+    """The refusal for a launch that failed because the host ran out of resources."""
+    return LaunchError(
+        f"the program could not be started: this process ran out of resources: {_reason(exc)}; "
+        "nothing ran, and a later call may succeed",
+        "/command",
+    )
+
+
+def launch_error(exc: OSError, program: str, cwd: str, directory_pointer: str) -> LaunchError:
+    """The refusal for a launch that failed after every check passed.
+
+    The checks ran before launch, so the world changed in between (a removed
+    directory or executable, a lost permission) or the host ran out of
+    something. The message says which, and points at the field concerned.
+    """
+    if exc.errno in RESOURCE_ERRNOS:
+        return resource_error(exc)
+    if exc.filename == cwd:
+        return LaunchError(
+            f"the directory {cwd!r} could not be entered at launch ({_reason(exc)}); "
+            "it changed after it was checked",
+            directory_pointer,
+        )
+    return LaunchError(
+        f"the program {program!r} could not be started ({_reason(exc)}); "
+        "it changed after it was checked, or is not a program this system can run",
+        "/command",
+    )
+
+
 async def _spawn(invocation: Invocation) -> trio.Process:
     try:
         return await trio.lowlevel.open_process(
@@ -113,18 +158,25 @@ async def _spawn(invocation: Invocation) -> trio.Process:
             close_fds=True,
         )
     except OSError as exc:
-        # The checks passed, but the world changed or ran out (removed file, EMFILE...).
-        reason = errno.errorcode.get(exc.errno or 0, "error")
-        raise LaunchError(
-            f"the program could not be started: {exc.strerror or exc} ({reason})", "/command"
-        ) from None
+        raise launch_error(exc, invocation.argv[0], invocation.cwd, "/directory") from None
 
 
 async def run_invocation(
-    invocation: Invocation, on_chunk: ChunkCallback | None = None
+    invocation: Invocation,
+    on_chunk: ChunkCallback | None = None,
+    on_spawn: Callable[[], None] | None = None,
 ) -> CommandResult:
-    """Run ``invocation`` to completion, timeout or cancellation; return its result."""
+    """Run ``invocation`` to completion, timeout or cancellation; return its result.
+
+    ``on_chunk`` receives the output as it arrives; ``on_spawn`` is called just
+    before the launch, once the call can no longer be cancelled without a child.
+    """
     started = time.monotonic()
+    # A caller that gave up during evaluation or while waiting for a slot gets its
+    # cancellation here: trio's fast paths up to the launch do not deliver it.
+    await trio.lowlevel.checkpoint_if_cancelled()
+    if on_spawn is not None:
+        on_spawn()
     process = await _spawn(invocation)
     captures: dict[str, _Capture] = {}
     timed_out = False

@@ -1,0 +1,88 @@
+"""Helpers shared by the tests that launch real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from command_handle import CommandHandle
+from command_handle.form import escape
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = str(ROOT / "fixtures" / "programs" / "probe.py")
+PY = sys.executable
+
+
+def probe_handle(**fields: Any) -> CommandHandle:
+    document: dict[str, Any] = {
+        "name": "probe",
+        "handle": "command",
+        "command": PY,
+        "arguments": {"$use": [PROBE, {"$spread": {"$": "words"}}]},
+        "parameters": {"type": "object"},
+    }
+    document.update(fields)
+    return CommandHandle.load(document)
+
+
+def python_handle(code: str, **fields: Any) -> CommandHandle:
+    document: dict[str, Any] = {
+        "name": "py",
+        "handle": "command",
+        "command": PY,
+        "arguments": ["-c", escape(code)],  # the code is data, not a template
+    }
+    document.update(fields)
+    return CommandHandle.load(document)
+
+
+def report(result: Any) -> dict[str, Any]:
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_dead(pids: Iterable[int], seconds: float = 5.0) -> list[int]:
+    """Wait until every pid is gone (or a zombie); return those still alive."""
+    pending = list(pids)
+    deadline = time.monotonic() + seconds
+    while pending and time.monotonic() < deadline:
+        pending = [pid for pid in pending if alive(pid)]
+        if pending:
+            time.sleep(0.02)
+    return [pid for pid in pending if alive(pid)]
+
+
+def open_fds() -> set[int]:
+    """This process's open file descriptors."""
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def children() -> list[int]:
+    """Processes (zombies included) whose parent is this process."""
+    found = []
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if fields[1] == me:
+                found.append(int(entry))
+    return found
