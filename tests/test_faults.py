@@ -496,3 +496,17 @@ def test_cancelling_a_plan_mid_pipeline_kills_every_element(tmp_path: Path) -> N
 def escape_shell(text: str) -> str:
     """``text`` as one single-quoted shell word."""
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+def test_a_refusal_inside_a_running_pipeline_reaches_the_caller_unwrapped(tmp_path: Path) -> None:
+    """The program is computed at run time, so only the launch can refuse it."""
+    setuid = tmp_path / "setuid-true"
+    shutil.copy("/bin/true", setuid)
+    setuid.chmod(0o4755)
+    template = {
+        "call_template_type": "cli",
+        "commands": [{"command": f"P={setuid}; echo x | cat | $P | cat"}],
+    }
+    with nothing_left_behind(), pytest.raises(CommandError) as caught:
+        trio.run(utcp.run, template)
+    assert "set-user-ID" in str(caught.value)
