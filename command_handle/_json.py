@@ -243,7 +243,11 @@ def _parse_float(text: str) -> float:
 
 
 def loads(text: str | bytes) -> Any:
-    """Read JSON text strictly: duplicate keys, NaN and overflowing numbers are errors."""
+    """Read JSON text strictly: duplicate keys, NaN and overflowing numbers are errors.
+
+    Those three are found after the text has parsed, so their error names the
+    JSON Pointer of the offending value instead of a line and column.
+    """
     try:
         return json.loads(
             text,
@@ -254,10 +258,57 @@ def loads(text: str | bytes) -> Any:
     except _DuplicateKey as exc:
         raise JSONDecodeError(
             f"duplicate object key {exc.key!r}: JSON objects here must have unique keys"
+            + _at(_locate(text))
         ) from None
     except NonJSONValueError as exc:
-        raise JSONDecodeError(str(exc)) from None
+        raise JSONDecodeError(str(exc) + _at(_locate(text))) from None
     except json.JSONDecodeError as exc:
         raise JSONDecodeError(exc.msg, exc.lineno, exc.colno) from None
     except UnicodeDecodeError as exc:
-        raise JSONDecodeError(f"JSON text is not valid UTF-8: {exc.reason}") from None
+        raise JSONDecodeError(
+            f"JSON text is not valid UTF-8: {exc.reason} (at byte {exc.start})"
+        ) from None
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """An object as read, duplicates and all."""
+
+
+class _Refused(str):
+    """A number JSON cannot hold, as written."""
+
+
+def _lenient_float(text: str) -> float | _Refused:
+    value = float(text)
+    return value if math.isfinite(value) else _Refused(text)
+
+
+def _at(pointer: str | None) -> str:
+    if pointer is None:
+        return ""
+    return f" (at {pointer})" if pointer else " (at the document root)"
+
+
+def _locate(text: str | bytes) -> str | None:
+    """The JSON Pointer of the first duplicate key or non-finite number in ``text``."""
+    tree = json.loads(
+        text, object_pairs_hook=_Pairs, parse_constant=_Refused, parse_float=_lenient_float
+    )
+    pending: list[tuple[object, str]] = [(tree, "")]
+    while pending:
+        node, pointer = pending.pop()
+        if isinstance(node, _Refused):
+            return pointer
+        if isinstance(node, _Pairs):
+            seen: set[str] = set()
+            children = []
+            for key, value in node:
+                child = pointer + "/" + key.replace("~", "~0").replace("/", "~1")
+                if key in seen:
+                    return child
+                seen.add(key)
+                children.append((value, child))
+            pending.extend(reversed(children))
+        elif isinstance(node, list):
+            pending.extend(reversed([(item, f"{pointer}/{i}") for i, item in enumerate(node)]))
+    return None

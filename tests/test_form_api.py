@@ -244,3 +244,18 @@ def test_non_json_template_values_are_refused() -> None:
         compile_template({"a": {1, 2}})
     with pytest.raises(TemplateSyntaxError, match="NaN"):
         compile_template([float("nan")])
+
+
+def test_a_template_that_reuses_itself_exponentially_is_refused_at_compile_time() -> None:
+    """Python templates can share sub-templates: 2**18 uses are counted, not compiled.
+    (A lower node limit keeps the test quick; the default is 100,000.)"""
+    level: object = {"$": "x"}
+    for _ in range(18):
+        level = {"$each": "$.items[*]", "$as": "i", "$value": [{"$spread": level}] * 2}
+    tracemalloc.start()
+    with pytest.raises(TemplateSyntaxError, match="more than 10000 values"):
+        compile_template(level, limits=form.Limits(max_nodes=10_000))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 64 * 1024 * 1024
+    assert form.Limits().max_nodes == 100_000

@@ -51,6 +51,7 @@ class Compiler:
         self.includer = includer
         self.format_assertion = format_assertion
         self._depth = 0
+        self._nodes = 0
         self.scope: Scope | None = None
         # Per object (by id): keys whose values a Scope releases from itself.
         self._released: dict[int, frozenset[str]] = {}
@@ -59,6 +60,11 @@ class Compiler:
 
     def compile(self, value: object, pointer: str, *, keep_undefined: bool = False) -> Node:
         """Compile any template value found at ``pointer``."""
+        self._nodes += 1
+        if self._nodes > self.limits.max_nodes:
+            raise TemplateSyntaxError(
+                f"the template has more than {self.limits.max_nodes} values", pointer
+            )
         if isinstance(value, str):
             return self.string(value, pointer)
         if value is None or isinstance(value, bool | int | float | bytes):

@@ -10,6 +10,7 @@ intact. Every query is parsed once, at compile time.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -121,13 +122,19 @@ def _syntax_message(exc: jsonpath.JSONPathError) -> str:
     return text.replace(", line 1, column", " at column")
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse(source: str) -> jsonpath.JSONPathQuery:
+    """Parsing dominates compile time; queries are immutable, so equal text shares one."""
+    return _ENV.compile(source)
+
+
 def compile_query(source: str, pointer: str, max_length: int) -> jsonpath.JSONPathQuery:
     if len(source) > max_length:
         raise TemplateSyntaxError(
             f"JSONPath expression is longer than {max_length} characters", pointer
         )
     try:
-        return _ENV.compile(source)
+        return _parse(source)
     except jsonpath.JSONPathError as exc:
         raise TemplateSyntaxError(
             f"invalid JSONPath expression {source!r}: {_syntax_message(exc)}", pointer

@@ -12,6 +12,9 @@ class Limits:
     """Bounds on one compilation and on each evaluation.
 
     - ``max_depth``: nesting depth of the template, checked at compile time.
+    - ``max_nodes``: values in the template, checked at compile time (a Python
+      template that reuses one sub-template counts it at every use, as its JSON
+      text would).
     - ``max_data_depth``: nesting depth of values that are serialised, compared or copied.
     - ``max_evaluations``: directive evaluations per ``evaluate`` call.
     - ``max_expansion``: nodes produced by ``$spread``, ``$each`` and non-singular
@@ -23,6 +26,7 @@ class Limits:
     """
 
     max_depth: int = 64
+    max_nodes: int = 100_000
     max_data_depth: int = 256
     max_evaluations: int = 100_000
     max_expansion: int = 100_000

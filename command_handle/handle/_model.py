@@ -5,11 +5,9 @@ from __future__ import annotations
 import codecs
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -21,6 +19,7 @@ from pydantic import (
 )
 
 from .. import _json, form
+from .._documents import read_document
 from ..errors import ArgumentsError, HandleLoadError, TemplateEvaluationError, Violation
 from ..form import UNDEFINED, FormError, Template, _pointer
 from ..policy import Policy
@@ -95,24 +94,25 @@ class CommandHandle(BaseModel):
     @model_validator(mode="after")
     def _check_and_compile(self) -> CommandHandle:
         if (self.handle is None) == (self.handler is None):
-            raise ValueError(
+            raise _FieldError(
                 "give exactly one of 'handle' (Command Handle examples) or 'handler' "
-                "(Tool Handle), with the value 'command'"
+                "(Tool Handle), with the value 'command'",
+                "/handler" if self.handler is not None else "/handle",
             )
         if self.parameters.get("type") != "object":
-            raise ValueError('parameters must be a JSON Schema with type: "object"')
+            raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
         try:
             jsonschema.Draft202012Validator.check_schema(self.parameters)
         except jsonschema.SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path)
-            raise ValueError(
-                f"parameters is not a valid JSON Schema at /{where}: {exc.message}"
+            raise _FieldError(
+                f"parameters is not a valid JSON Schema: {exc.message}",
+                _pointer_of(["parameters", *exc.path]),
             ) from None
         self._validator = jsonschema.Draft202012Validator(
             self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
         )
         if self.command is None:
-            raise ValueError("a Command Handle needs a command")
+            raise _FieldError("a Command Handle needs a command", "/command")
         for name in _TEMPLATE_FIELDS:
             value = getattr(self, name)
             if value is not None:
@@ -128,27 +128,7 @@ class CommandHandle(BaseModel):
         """Load from a dict, or a ``.json``, ``.yaml`` or ``.yml`` file."""
         if isinstance(source, dict):
             return cls.from_dict(source)
-        path = Path(source)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise HandleLoadError(f"cannot read {path}: {exc.strerror}") from None
-        if path.suffix in (".yaml", ".yml"):
-            try:
-                document = yaml.safe_load(data)
-            except yaml.YAMLError as exc:
-                raise HandleLoadError(f"{path.name} is not valid YAML: {exc}") from None
-        else:
-            try:
-                document = _json.loads(data)
-            except _json.JSONDecodeError as exc:
-                where = f"line {exc.line}, column {exc.column}"
-                raise HandleLoadError(
-                    f"{path.name} is not valid JSON: {exc.message} ({where})"
-                ) from None
-        if not isinstance(document, dict):
-            raise HandleLoadError(f"{path.name} must hold a JSON object")
-        return cls.from_dict(document)
+        return cls.from_dict(read_document(source, HandleLoadError))
 
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> CommandHandle:
@@ -256,8 +236,71 @@ def check_arguments(validator: Any, args: object) -> None:
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if errors:
         raise ArgumentsError(
-            [Violation(_pointer_of(e.absolute_path), e.message, str(e.validator)) for e in errors]
+            [
+                Violation(_pointer_of(e.absolute_path), _describe(e), str(e.validator))
+                for e in errors
+            ]
         )
+
+
+_BOUNDS = {
+    "minimum": ">=",
+    "maximum": "<=",
+    "exclusiveMinimum": ">",
+    "exclusiveMaximum": "<",
+    "multipleOf": "a multiple of",
+}
+_COUNTS = {
+    "minLength": ("at least", "characters long"),
+    "maxLength": ("at most", "characters long"),
+    "minItems": ("at least", "items"),
+    "maxItems": ("at most", "items"),
+    "minProperties": ("at least", "properties"),
+    "maxProperties": ("at most", "properties"),
+}
+# These messages name only schema text or property names, never a value.
+_NAMES_ONLY = frozenset({"required", "dependentRequired", "additionalProperties"})
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """What the schema wanted, in words built from the schema alone.
+
+    jsonschema's own messages quote the offending value, and an argument may
+    be a secret (a token, a password): refusals never echo one.
+    """
+    keyword = str(error.validator)
+    expected = error.validator_value
+    if keyword in _NAMES_ONLY:
+        return error.message
+    if keyword == "type":
+        types = expected if isinstance(expected, list) else [expected]
+        return "must be of type " + " or ".join(str(t) for t in types)
+    if keyword == "enum":
+        return f"must be one of {_json.stringify(expected)}"
+    if keyword == "const":
+        return f"must be {_json.stringify(expected)}"
+    if keyword == "pattern":
+        return f"must match the pattern {expected!r}"
+    if keyword == "format":
+        return f"must be a valid {expected}"
+    if keyword in _BOUNDS:
+        return f"must be {_BOUNDS[keyword]} {_json.stringify(expected)}"
+    if keyword in _COUNTS:
+        bound, unit = _COUNTS[keyword]
+        return f"must be {bound} {expected} {unit}"
+    if keyword == "uniqueItems":
+        return "must not contain duplicate items"
+    if keyword in ("anyOf", "oneOf"):
+        return (
+            "must match "
+            + ("exactly one" if keyword == "oneOf" else "at least one")
+            + (" of the allowed schemas")
+        )
+    if keyword == "not":
+        return "must not match the excluded schema"
+    if keyword == "False":
+        return "is not allowed here (the schema is false)"
+    return f"fails the schema's {keyword!r} keyword"
 
 
 def _pointer_of(path: Iterable[str | int]) -> str:
@@ -267,11 +310,19 @@ def _pointer_of(path: Iterable[str | int]) -> str:
     return pointer
 
 
+class _FieldError(ValueError):
+    """A check of the whole handle that failed at a known place (``pointer``)."""
+
+    def __init__(self, message: str, pointer: str) -> None:
+        super().__init__(message)
+        self.pointer = pointer
+
+
 def _compile(value: object, pointer: str) -> Template:
     try:
         return form.compile_template(value)
     except FormError as exc:
-        raise ValueError(f"invalid Tool Form at {pointer}{exc.pointer}: {exc.message}") from None
+        raise _FieldError(f"invalid Tool Form: {exc.message}", pointer + exc.pointer) from None
 
 
 def _load_error(exc: ValidationError) -> HandleLoadError:
@@ -279,6 +330,9 @@ def _load_error(exc: ValidationError) -> HandleLoadError:
     first_pointer = ""
     for error in exc.errors():
         pointer = "".join(f"/{part}" for part in error["loc"])
+        located = error.get("ctx", {}).get("error")
+        if isinstance(located, _FieldError):
+            pointer = located.pointer  # a whole-handle check that knows the field
         first_pointer = first_pointer or pointer
         if error["type"] == "extra_forbidden":
             message = f"unknown field {str(error['loc'][-1])!r}"

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -20,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from .. import _json
+from .._documents import read_document
 from ..errors import HandleLoadError
 from ..handle import check_arguments
 from ..plan import Plan
@@ -34,7 +32,6 @@ __all__ = [
     "UtcpManual",
     "UtcpTool",
     "load",
-    "read_document",
 ]
 
 
@@ -241,7 +238,7 @@ def load(source: dict[str, Any] | str | os.PathLike[str]) -> Loaded:
     by its fields: ``call_template_type``, ``provider_type``, ``tools``, or
     ``tool_call_template``/``tool_provider``.
     """
-    document = source if isinstance(source, dict) else read_document(source)
+    document = source if isinstance(source, dict) else read_document(source, UtcpLoadError)
     if "tools" in document:
         return _manual(document)
     if "tool_call_template" in document or "tool_provider" in document:
@@ -260,19 +257,3 @@ def load(source: dict[str, Any] | str | os.PathLike[str]) -> Loaded:
         "not a UTCP document: expected call_template_type (a call template), provider_type "
         "(a 0.x provider), tools (a manual) or tool_call_template (a tool)"
     )
-
-
-def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
-    file = Path(path)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise UtcpLoadError(f"cannot read {file}: {exc.strerror}") from None
-    try:
-        yaml_file = file.suffix in (".yaml", ".yml")
-        document = yaml.safe_load(data) if yaml_file else _json.loads(data)
-    except (yaml.YAMLError, _json.JSONDecodeError) as exc:
-        raise UtcpLoadError(f"{file.name} is not valid JSON or YAML: {exc}") from None
-    if not isinstance(document, dict):
-        raise UtcpLoadError(f"{file.name} must hold an object")
-    return document
