@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import trio
 
+from .._ostext import os_text_problem
 from ..errors import (
     ArgumentsError,
     CommandError,
@@ -142,8 +143,9 @@ def plan_environment(plan: Plan, variables: Mapping[str, str], policy: Policy) -
                 "variables given to the call",
                 where,
             )
-        if "\x00" in value:
-            raise EnvironmentVariableError(f"the value of {name} contains a NUL character", where)
+        problem = os_text_problem(value)
+        if problem:
+            raise EnvironmentVariableError(f"the value of {name} {problem}", where)
         env[name] = value
     return env
 
@@ -156,9 +158,9 @@ def check_plan(plan: Plan, arguments: Mapping[str, str], policy: Policy) -> None
         if name not in arguments
     ]
     violations += [
-        Violation(f"/{name}", "the value contains a NUL character", "nul")
+        Violation(f"/{name}", f"the value {problem}", "os-text")
         for name in plan.arguments
-        if name in arguments and "\x00" in arguments[name]
+        if name in arguments and (problem := os_text_problem(arguments[name]))
     ]
     if violations:
         raise ArgumentsError(violations)

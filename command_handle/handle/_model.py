@@ -20,6 +20,7 @@ from pydantic import (
 
 from .. import _json, form
 from .._documents import read_document
+from .._ostext import os_text_problem
 from ..errors import ArgumentsError, HandleLoadError, TemplateEvaluationError, Violation
 from ..form import UNDEFINED, FormError, Template, _pointer
 from ..policy import Policy
@@ -178,10 +179,9 @@ class CommandHandle(BaseModel):
                 "/arguments",
             )
         for index, token in enumerate(argv):
-            if "\x00" in token:
-                raise TemplateEvaluationError(
-                    f"argument {index} contains a NUL character", "/arguments"
-                )
+            problem = os_text_problem(token)
+            if problem:
+                raise TemplateEvaluationError(f"argument {index} {problem}", "/arguments")
         directory = self._evaluate("directory", args)
         if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
@@ -194,7 +194,15 @@ class CommandHandle(BaseModel):
         if self._stdin is not None:
             value = self._evaluate("io/stdin", args)
             if isinstance(value, str):
-                stdin = value.encode("utf-8" if io.encoding == "binary" else io.encoding)
+                codec = "utf-8" if io.encoding == "binary" else io.encoding
+                try:
+                    stdin = value.encode(codec)
+                except UnicodeEncodeError as exc:
+                    raise TemplateEvaluationError(
+                        f"io.stdin has a character (U+{ord(value[exc.start]):04X}) that "
+                        f"{codec} cannot encode",
+                        "/io/stdin",
+                    ) from None
             elif isinstance(value, bytes):
                 stdin = bytes(value)
             elif value is not UNDEFINED and value is not None:

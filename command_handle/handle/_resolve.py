@@ -11,6 +11,7 @@ import re
 import stat
 
 from .. import _json
+from .._ostext import os_text_problem
 from ..errors import CommandError, DirectoryError, EnvironmentVariableError, HandleError
 from ..policy import Policy
 
@@ -24,9 +25,10 @@ def resolve_directory(directory: str | None, pointer: str = "/directory") -> str
     """Section 3.1: the directory exists, is a directory and is searchable."""
     if directory is None:
         return os.getcwd()  # 3.1: no directory field, run in the current directory
-    if not directory or _CONTROL.search(directory):
+    if not directory or _CONTROL.search(directory) or os_text_problem(directory):
         raise DirectoryError(
-            "the directory must be a non-empty path without control characters", pointer
+            "the directory must be a non-empty path without control characters or lone surrogates",
+            pointer,
         )
     path = os.path.abspath(directory)
     info = _stat(path, f"the directory {directory!r}", DirectoryError, pointer)
@@ -69,9 +71,10 @@ def resolve_command(command: str, cwd: str, policy: Policy, pointer: str = "/com
     path (absolute entries only: a relative PATH entry would make the lookup
     depend on the directory the handle chose).
     """
-    if not command or _CONTROL.search(command):
+    if not command or _CONTROL.search(command) or os_text_problem(command):
         raise CommandError(
-            "the command must be a non-empty name without control characters", pointer
+            "the command must be a non-empty name without control characters or lone surrogates",
+            pointer,
         )
     if "/" in command:
         path = os.path.normpath(os.path.join(cwd, command))
@@ -114,8 +117,9 @@ def _env_value(name: str, value: object, pointer: str) -> str:
         raise EnvironmentVariableError(
             f"the value of {name} must be a string, number or boolean, not {kind}", pointer
         )
-    if "\x00" in text:
-        raise EnvironmentVariableError(f"the value of {name} contains a NUL character", pointer)
+    problem = os_text_problem(text)
+    if problem:
+        raise EnvironmentVariableError(f"the value of {name} {problem}", pointer)
     return text
 
 

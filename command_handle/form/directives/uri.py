@@ -95,7 +95,14 @@ class UriNode:
             value = _uri_value(expression.evaluate(ctx.args), ctx, self.pointer)
             if value is not None:
                 values[name] = value
-        expanded = self.template.expand(**values)
+        try:
+            expanded = self.template.expand(**values)
+        except UnicodeEncodeError as exc:  # percent-encoding needs UTF-8 bytes
+            code = ord(exc.object[exc.start])
+            raise EvaluationError(
+                f"a value holds a lone surrogate (U+{code:04X}), which a URI cannot encode",
+                self.pointer,
+            ) from None
         if expanded is None:  # pragma: no cover - the grammar check rules this out
             raise EvaluationError("URI template expansion failed", self.pointer)
         ctx.count_output(len(expanded), self.pointer)
