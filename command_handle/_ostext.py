@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["os_text_problem"]
+__all__ = ["MAX_ARGUMENT_BYTES", "exec_size_problem", "os_text_problem"]
 
 
 def os_text_problem(text: str) -> str | None:
@@ -20,4 +20,28 @@ def os_text_problem(text: str) -> str | None:
         os.fsencode(text)
     except UnicodeEncodeError as exc:
         return f"contains a lone surrogate (U+{ord(text[exc.start]):04X}), which has no byte form"
+    return None
+
+
+# Linux refuses one argv or environment string longer than this (MAX_ARG_STRLEN).
+MAX_ARGUMENT_BYTES = 32 * 4096
+
+
+def exec_size_problem(argv: list[str], env: dict[str, str]) -> tuple[str, int | None] | None:
+    """Why execve would refuse this argv and environment as too large (E2BIG), or None.
+
+    Returns the problem and the index of the argument at fault (None when the
+    whole is too large). Checked before launch so the refusal says what to fix.
+    """
+    sizes = [len(os.fsencode(token)) + 1 for token in argv]
+    for index, size in enumerate(sizes):
+        if size > MAX_ARGUMENT_BYTES:
+            return (
+                f"is {size - 1} bytes; one argument may have at most {MAX_ARGUMENT_BYTES - 1}",
+                index,
+            )
+    total = sum(sizes) + sum(len(os.fsencode(f"{k}={v}")) + 1 for k, v in env.items())
+    limit = os.sysconf("SC_ARG_MAX")
+    if total > limit:
+        return f"and the environment take {total} bytes; the system allows {limit}", None
     return None

@@ -51,8 +51,11 @@ class Violation:
 class ArgumentsError(HandleError):
     """The model's arguments do not satisfy ``parameters``; ``violations`` lists each one."""
 
-    def __init__(self, violations: list[Violation]) -> None:
+    def __init__(self, violations: list[Violation], *, more: bool = False) -> None:
         lines = "; ".join(f"{v.pointer or '/'}: {v.message}" for v in violations)
+        if more:
+            lines += f"; and more (only the first {len(violations)} are listed)"
+        self.more = more
         # The pointer is into the arguments: the first violation's location.
         super().__init__(
             f"the arguments do not match the parameters schema: {lines}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import itertools
 import os
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -20,7 +21,7 @@ from pydantic import (
 
 from .. import _json, form
 from .._documents import read_document
-from .._ostext import os_text_problem
+from .._ostext import exec_size_problem, os_text_problem
 from ..errors import ArgumentsError, HandleLoadError, TemplateEvaluationError, Violation
 from ..form import UNDEFINED, FormError, Template, _pointer
 from ..policy import Policy
@@ -209,6 +210,11 @@ class CommandHandle(BaseModel):
                 raise TemplateEvaluationError(
                     "io.stdin must evaluate to a string or binary value", "/io/stdin"
                 )
+        too_big = exec_size_problem([program, *argv], env)
+        if too_big is not None:
+            problem, position = too_big
+            which = "the arguments" if position is None else f"argument {position - 1}"
+            raise TemplateEvaluationError(f"{which} {problem}", "/arguments")
         timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
         max_output = (
             min(self.max_output, policy.max_output) if self.max_output else policy.max_output
@@ -239,15 +245,51 @@ class CommandHandle(BaseModel):
         return None if value is UNDEFINED else value
 
 
+MAX_VIOLATIONS = 20
+# Deeper arguments are refused before validation: jsonschema recurses several
+# frames per level, so a recursive schema would exhaust Python's stack near 200
+# levels. Real tool arguments are a few levels deep.
+MAX_ARGUMENT_DEPTH = 64
+
+
+def _deeper_than(value: object, limit: int) -> str | None:
+    """The JSON Pointer of the first value nested more than ``limit`` levels, or None."""
+    pending: list[tuple[object, int, tuple[str | int, ...]]] = [(value, 0, ())]
+    while pending:
+        node, depth, path = pending.pop()
+        if isinstance(node, (dict, list)):
+            if depth >= limit:
+                return _pointer_of(path[:limit])
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            pending.extend((child, depth + 1, (*path, key)) for key, child in items)
+    return None
+
+
 def check_arguments(validator: Any, args: object) -> None:
-    """Raise :class:`ArgumentsError` listing every way ``args`` fails the schema."""
-    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    """Raise :class:`ArgumentsError` listing how ``args`` fails the schema.
+
+    At most :data:`MAX_VIOLATIONS` are collected: a huge hostile argument
+    object could otherwise cost a full validation pass and a message as large.
+    """
+    deep = _deeper_than(args, MAX_ARGUMENT_DEPTH)
+    if deep is not None:
+        raise ArgumentsError(
+            [Violation(deep, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels", "depth")]
+        )
+    try:
+        found = list(itertools.islice(validator.iter_errors(args), MAX_VIOLATIONS + 1))
+    except RecursionError:  # a recursive schema over data within the depth limit
+        raise ArgumentsError(
+            [Violation("", "the arguments are nested too deeply to validate", "depth")]
+        ) from None
+    errors = sorted(found[:MAX_VIOLATIONS], key=lambda e: list(e.absolute_path))
     if errors:
         raise ArgumentsError(
             [
                 Violation(_pointer_of(e.absolute_path), _describe(e), str(e.validator))
                 for e in errors
-            ]
+            ],
+            more=len(found) > MAX_VIOLATIONS,
         )
 
 

@@ -38,9 +38,14 @@ class JoinOperator:
             items = list(value.values())
         else:
             items = [value]
-        text = sep.join(to_text(item, ctx, self.pointer) for item in items)
-        ctx.count_output(len(text), self.pointer)
-        return text
+        # Count each piece as it is made, so an oversized result is refused
+        # before it is built.
+        pieces = []
+        for index, item in enumerate(items):
+            piece = to_text(item, ctx, self.pointer)
+            ctx.count_output(len(piece) + (len(sep) if index else 0), self.pointer)
+            pieces.append(piece)
+        return sep.join(pieces)
 
 
 class JoinDirective(SimpleOperator):
