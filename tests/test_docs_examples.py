@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 from command_handle.form import compile_template, headers_of, load_template
@@ -117,3 +118,23 @@ def test_readme_utcp_tour_and_docs_utcp_examples(tmp_path: Path) -> None:
     arguments = migrated["handle"]["arguments"]
     assert arguments[-2:] == ["cat", "/data/{{filename}}"]
     assert f'"arguments": {json.dumps(arguments)}' in (ROOT / "docs" / "utcp.md").read_text()
+
+
+def test_every_test_docs_security_cites_exists() -> None:
+    """docs/security.md links each guarantee to tests; a renamed test must not
+    leave the page pointing at nothing."""
+    text = (ROOT / "docs" / "security.md").read_text()
+    sources = {path.name: path.read_text() for path in (ROOT / "tests").glob("test_*.py")}
+    cited = 0
+    current = ""
+    for match in re.finditer(r"`(tests/(test_\w+)\.py)(?:::(test_\w+))?`|`(test_\w+)`", text):
+        path, module, name, bare = match.groups()
+        if path:
+            assert f"{module}.py" in sources, path
+            current = f"{module}.py"
+        test = name or bare
+        if test:
+            assert current, f"{test} is cited before any test file"
+            assert f"def {test}(" in sources[current], f"{current}::{test}"
+            cited += 1
+    assert cited >= 60
