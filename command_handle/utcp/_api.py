@@ -16,7 +16,8 @@ from typing import Any
 
 import trio
 
-from ..errors import TranslationError
+from .._ostext import exec_size_problem, os_text_problem
+from ..errors import ArgumentsError, TranslationError, Violation
 from ..executor import Executor, PlanResult, StepResult, run_in_guest
 from ..executor._plan import plan_environment
 from ..handle import Invocation
@@ -203,10 +204,17 @@ async def _run_legacy(
     cwd = resolve_directory(plan.working_dir, "/working_dir")
     program = resolve_command(plan.legacy_command[0], cwd, policy, "/command_name")
     argv = (program, *plan.legacy_command[1:], *legacy_flags(args))
-    if any("\x00" in token for token in argv):
-        raise TranslationError(
-            "an argument contains a NUL character", step=0, source="", offset=0, construct="NUL"
-        )
+    # The same refusals as a handle's argv (argument N is argv[N]): text with no
+    # byte form, or a command line too large.
+    for index, token in enumerate(argv[1:], 1):
+        problem = os_text_problem(token)
+        if problem:
+            raise ArgumentsError([Violation("", f"argument {index} {problem}", "os-text")])
+    too_big = exec_size_problem(list(argv), env)
+    if too_big is not None:
+        problem, position = too_big
+        which = "the arguments" if position is None else f"argument {position}"
+        raise ArgumentsError([Violation("", f"{which} {problem}", "size")])
     invocation = Invocation(
         argv=argv,
         env=env,
