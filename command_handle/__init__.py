@@ -3,22 +3,31 @@
 Layers: :mod:`command_handle.form` evaluates Tool Form templates;
 :mod:`command_handle.args` turns structured values into argv tokens;
 :mod:`command_handle.handle` loads and renders Command Handles;
-:mod:`command_handle.executor` runs them with trio (the only layer that spawns).
+:mod:`command_handle.utcp` translates UTCP CLI templates into plans;
+:mod:`command_handle.policy` checks calls against the application's Policy;
+:mod:`command_handle.executor` runs them under trio, asyncio or threads (the
+only layer that spawns).
 """
 
 from .args import ArgsError, encode_args
 from .errors import (
+    AfterRunError,
     ArgumentsError,
+    CallTimeoutError,
     CommandError,
+    CommandHandleError,
     DirectoryError,
     EnvironmentVariableError,
     HandleError,
     HandleLoadError,
     LaunchError,
+    PolicyError,
+    PolicyTypeError,
     TemplateEvaluationError,
+    TranslationError,
     Violation,
 )
-from .executor import CommandResult, Event, Executor
+from .executor import CommandResult, Event, EventStream, Executor
 from .form import (
     UNDEFINED,
     EvaluationError,
@@ -37,14 +46,18 @@ from .policy import DANGEROUS_ENVIRONMENT, Policy
 __all__ = [
     "DANGEROUS_ENVIRONMENT",
     "UNDEFINED",
+    "AfterRunError",
     "ArgsError",
     "ArgumentsError",
+    "CallTimeoutError",
     "CommandError",
     "CommandHandle",
+    "CommandHandleError",
     "CommandResult",
     "DirectoryError",
     "EnvironmentVariableError",
     "Event",
+    "EventStream",
     "Executor",
     "HandleError",
     "HandleLoadError",
@@ -52,7 +65,10 @@ __all__ = [
     "IoSpec",
     "LaunchError",
     "Policy",
+    "PolicyError",
+    "PolicyTypeError",
     "TemplateEvaluationError",
+    "TranslationError",
     "Violation",
     "EvaluationError",
     "FormError",

@@ -1,8 +1,13 @@
-"""Errors raised before a command runs. A non-zero exit is a result, not an error.
+"""The library's errors. A non-zero exit is a result, not an error.
+
+One root, :class:`CommandHandleError`, for everything raised on purpose. Under
+it, :class:`HandleError` is the refusal: it guarantees that nothing was
+spawned for the call. :class:`AfterRunError` is the other kind: something
+failed after a program had run, and it carries that result so nothing is lost.
 
 Every error says what to fix and where: ``pointer`` is the JSON Pointer into the
 handle (or, for argument errors, into the arguments). Messages never quote
-environment values.
+environment values or argument values.
 """
 
 from __future__ import annotations
@@ -10,21 +15,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "AfterRunError",
     "ArgumentsError",
+    "CallTimeoutError",
     "CommandError",
+    "CommandHandleError",
     "DirectoryError",
     "EnvironmentVariableError",
     "HandleError",
     "HandleLoadError",
     "LaunchError",
+    "PolicyError",
+    "PolicyTypeError",
     "TemplateEvaluationError",
     "TranslationError",
     "Violation",
 ]
 
 
-class HandleError(Exception):
-    """Base class: the call was refused and nothing was spawned."""
+class CommandHandleError(Exception):
+    """The root of every error this library raises on purpose."""
+
+
+class PolicyError(CommandHandleError, ValueError):
+    """A :class:`~command_handle.Policy` was built with a value out of range."""
+
+
+class PolicyTypeError(PolicyError, TypeError):
+    """A :class:`~command_handle.Policy` field got a value of the wrong type."""
+
+
+class HandleError(CommandHandleError):
+    """The refusal: the call was refused and nothing was spawned for it."""
 
     def __init__(self, message: str, pointer: str = "") -> None:
         super().__init__(message)
@@ -112,3 +134,30 @@ class TranslationError(HandleError):
         self.construct = construct
         where = f"step {step}, " + (f"line {self.line}, " if self.line > 1 else "")
         super().__init__(f"{where}column {self.column}: {message}", f"/commands/{step}/command")
+
+
+class AfterRunError(CommandHandleError):
+    """A failure after a program ran: a ``result`` template that failed, or a later
+    step of a plan that was refused at run time. ``result`` is what ran (a
+    :class:`~command_handle.CommandResult` or a plan result), ``error`` the
+    refusal or evaluation error, ``pointer`` where it is."""
+
+    def __init__(self, error: HandleError, result: object) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.result = result
+        self.message = error.message
+        self.pointer = error.pointer
+
+    def __str__(self) -> str:
+        return f"after the program ran: {self.error}"
+
+
+class CallTimeoutError(CommandHandleError, TimeoutError):
+    """A call whose caller asked for a value (``utcp.call``) ran out of time.
+    ``result`` holds what ran until then."""
+
+    def __init__(self, message: str, result: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.result = result

@@ -23,6 +23,7 @@ import pytest
 import trio
 
 from command_handle import (
+    AfterRunError,
     CommandError,
     CommandHandle,
     DirectoryError,
@@ -168,7 +169,8 @@ def test_the_directory_is_removed_after_the_checks(tmp_path: Path) -> None:
     with nothing_left_behind(), pytest.raises(LaunchError) as caught:
         trio.run(executor.run, invocation)
     assert caught.value.pointer == "/directory"
-    assert f"the directory {str(work)!r} could not be entered at launch" in str(caught.value)
+    assert "the directory could not be entered at launch" in str(caught.value)
+    assert str(work) not in str(caught.value)  # a directory may come from the model
     assert "ENOENT" in str(caught.value) and "changed after it was checked" in str(caught.value)
     work.mkdir()  # the same invocation works again once the directory is back
     assert report(trio.run(executor.run, invocation))["cwd"] == str(work)
@@ -183,7 +185,7 @@ def test_the_executable_is_removed_after_the_checks(tmp_path: Path) -> None:
     with nothing_left_behind(), pytest.raises(LaunchError) as caught:
         trio.run(executor.run, invocation)
     assert caught.value.pointer == "/command"
-    assert f"the program {str(program)!r} could not be started" in str(caught.value)
+    assert "the program could not be started" in str(caught.value)
     assert "ENOENT" in str(caught.value)
     _program(tmp_path)
     assert trio.run(executor.run, invocation).stdout == "ran\n"
@@ -499,14 +501,21 @@ def escape_shell(text: str) -> str:
 
 
 def test_a_refusal_inside_a_running_pipeline_reaches_the_caller_unwrapped(tmp_path: Path) -> None:
-    """The program is computed at run time, so only the launch can refuse it."""
+    """The program is computed at run time, so only the launch can refuse it; the
+    pipeline's other programs have started, so the refusal carries what ran."""
     setuid = tmp_path / "setuid-true"
     shutil.copy("/bin/true", setuid)
     setuid.chmod(0o4755)
     template = {
         "call_template_type": "cli",
-        "commands": [{"command": f"P={setuid}; echo x | cat | $P | cat"}],
+        "commands": [
+            {"command": "cat /dev/null"},  # a program surely ran before the refusal
+            {"command": f"P={setuid}; echo x | cat | $P | cat"},
+        ],
     }
-    with nothing_left_behind(), pytest.raises(CommandError) as caught:
+    with nothing_left_behind(), pytest.raises(AfterRunError) as caught:
         trio.run(utcp.run, template)
+    assert isinstance(caught.value.error, CommandError)
     assert "set-user-ID" in str(caught.value)
+    assert caught.value.pointer == "/commands/1/command"
+    assert isinstance(caught.value.result, utcp.PlanResult)

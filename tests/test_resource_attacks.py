@@ -135,7 +135,7 @@ def test_an_argument_larger_than_the_system_allows_is_refused_before_launch() ->
     executor = Executor()
     with pytest.raises(TemplateEvaluationError, match="one argument may have at most") as caught:
         executor.call_sync(probe_handle(), {"words": ["ok", "x" * 200_000]})
-    assert "argument 2 is 200000 bytes" in str(caught.value)
+    assert "argv[3] is 200000 bytes" in str(caught.value)
     with pytest.raises(TemplateEvaluationError, match="the system allows"):
         executor.call_sync(probe_handle(), {"words": ["y" * 100_000] * 30})
     assert executor.spawned == 0

@@ -285,11 +285,11 @@ def test_legacy_provider_tool_gets_flags(tmp_path: Path, monkeypatch: pytest.Mon
     plan = utcp.translate(tool)
     assert (plan.mode, plan.legacy_command) == ("legacy", ("grep", "-rh"))
     # Flags get the refusals a handle's argv gets, before anything runs.
-    with pytest.raises(ArgumentsError, match="argument 3 contains a NUL"):
+    with pytest.raises(ArgumentsError, match=r"argv\[3\] contains a NUL"):
         call(tool, {"regexp": "a\x00b"})
     with pytest.raises(ArgumentsError, match="lone surrogate"):
         call(tool, {"regexp": "\ud800"})
-    with pytest.raises(ArgumentsError, match="argument 3 is 200000 bytes; one argument may have"):
+    with pytest.raises(ArgumentsError, match=r"argv\[3\] is 200000 bytes; one argument may have"):
         call(tool, {"regexp": "n" * 200_000})
 
 

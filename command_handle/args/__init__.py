@@ -8,7 +8,7 @@ Importing this module registers the ``args`` encoding in the default registry.
 from __future__ import annotations
 
 from ..form import DEFAULT_REGISTRY
-from ..form._provenance import mark
+from ..form.extend import mark
 from . import directives as _directives  # noqa: F401  (registers $args, $flags, $repeat)
 from ._charset import CHARSETS
 from ._encoder import Encoder

@@ -15,9 +15,9 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from .. import _json
-from ..form import _pointer
-from ..form._provenance import is_data
-from ..form._values import UNDEFINED, type_name
+from ..form import UNDEFINED
+from ..form.extend import is_data, type_name
+from ..form.extend import json_pointer as _pointer
 from ._charset import first_forbidden
 from ._errors import ArgsError
 from ._names import END_OF_OPTIONS, FLAG, POSITIONAL, is_combinable

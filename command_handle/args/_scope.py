@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..form import TemplateSyntaxError, _pointer
+from ..form import TemplateSyntaxError
+from ..form.extend import json_pointer as _pointer
 from ._encoder import DIRECTIVES, check_combination
 from ._names import END_OF_OPTIONS, FLAG, POSITIONAL, normalize_flag_name
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..form import TemplateSyntaxError, _pointer
-from ..form._context import EvalContext
-from ..form._nodes import materialize
-from ..form._registry import EncodeFunction
+from ..form import TemplateSyntaxError
+from ..form.extend import EncodeFunction, EvalContext, materialize
+from ..form.extend import json_pointer as _pointer
 from ._charset import CHARSETS
 from ._encoder import Encoder
 from ._scope import ArgsScope
 
 if TYPE_CHECKING:
-    from ..form._compiler import Compiler
+    from ..form.extend import Compiler
 
 __all__ = ["ArgsEncoding"]
 

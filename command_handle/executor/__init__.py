@@ -1,16 +1,24 @@
-"""The executor: the only part of the project that spawns processes."""
+"""The executor: the only part of the project that spawns processes.
 
-from ._executor import Event, Executor, run_in_guest
-from ._plan import PlanResult, StepResult
-from ._process import run_invocation
+:class:`Executor` is the entry point: ``call`` (trio or asyncio), ``call_sync``
+(threads), ``stream``, and ``run_plan``/``run_plan_sync`` for translated plans.
+"""
+
+from ._executor import Event, EventStream, Executor, HandleSource
+from ._plan import PlanResult, StepResult, plan_environment, prepare_plan
+from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
 
 __all__ = [
     "CommandResult",
     "Event",
+    "EventStream",
     "Executor",
+    "HandleSource",
     "PlanResult",
     "StepResult",
-    "run_in_guest",
+    "plan_environment",
+    "prepare_plan",
     "run_invocation",
+    "run_invocation_sync",
 ]

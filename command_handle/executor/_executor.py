@@ -1,30 +1,39 @@
-"""The Executor: validates, renders and runs Command Handles under a Policy."""
+"""The Executor: validates, renders and runs Command Handles and plans under a Policy.
+
+One Executor serves any mix of callers at once: trio tasks, asyncio tasks and
+plain threads. ``call`` awaits natively under trio and under asyncio (no
+guest run, no event loop underneath); ``call_sync`` blocks the calling
+thread with no event loop at all. The concurrency limit is shared by all of
+them. Only the waiting differs between these paths (see ``_drive``); the
+checks, the caps, the kill sequence and the result are the same code.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import math
 import os
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
-import trio
+import anyio
 
+from ..errors import AfterRunError, CommandHandleError, HandleError
 from ..handle import CommandHandle, Invocation
-from ..handle._resolve import resolve_directory
 from ..plan import Plan
 from ..policy import Policy
-from ._plan import PlanResult, check_plan, plan_environment, run_plan
-from ._process import run_invocation
+from ._drive import ChunkCallback
+from ._plan import PlanResult, prepare_plan, run_plan
+from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
+from ._slots import Slots
 
-__all__ = ["Event", "Executor", "run_in_guest"]
+__all__ = ["Event", "EventStream", "Executor", "HandleSource"]
 
-T = TypeVar("T")
+HandleSource = CommandHandle | dict[str, Any] | str | os.PathLike[str]
+_CACHED_FILES = 256
 
 
 @dataclass(frozen=True)
@@ -37,42 +46,181 @@ class Event:
     result: CommandResult | None = None
 
 
-class Executor:
-    """Runs Command Handles. One Executor can serve many concurrent calls.
+class EventStream:
+    """The events of a streamed call, as an async iterator (trio or asyncio).
 
-    ``call`` is a trio coroutine; ``call_sync`` blocks; ``call_asyncio`` runs
-    under asyncio (trio in guest mode on the asyncio loop); ``stream`` yields
-    output as it arrives. At most ``policy.max_concurrency`` children run at
-    once; further calls wait their turn.
+    Iteration ends after the ``"exit"`` event. A failure after the launch (the
+    operating system refused the program, or the ``result`` template failed)
+    is raised from the iteration, where the consumer is.
+    """
+
+    def __init__(self, receive: anyio.abc.ObjectReceiveStream[Event]) -> None:
+        self._receive = receive
+        self._failure: BaseException | None = None
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            failure, self._failure = self._failure, None
+            if failure is not None:
+                raise failure from None
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> Event:
+        """The next event; raises ``anyio.EndOfStream`` after the last one."""
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise anyio.EndOfStream from None
+
+
+class Executor:
+    """Runs Command Handles and plans. One Executor serves many concurrent calls,
+    from trio, asyncio and threads alike; at most ``policy.max_concurrency``
+    children (or plans) run at once, and further calls wait their turn.
     """
 
     def __init__(self, policy: Policy | None = None) -> None:
         self.policy = policy or Policy()
-        self._limiter = trio.CapacityLimiter(self.policy.max_concurrency)
-        self.spawned = 0  # launches attempted (a failed launch counts), for monitoring
+        self._slots = Slots(self.policy.max_concurrency)
+        self._lock = threading.Lock()
+        self._spawned = 0
+        self._files: OrderedDict[tuple[str, int, int], CommandHandle] = OrderedDict()
 
-    def _prepare(
-        self, handle: CommandHandle | dict[str, Any] | str | os.PathLike[str]
-    ) -> CommandHandle:
-        return handle if isinstance(handle, CommandHandle) else CommandHandle.load(handle)
+    @property
+    def spawned(self) -> int:
+        """Launches attempted (a failed launch counts), for monitoring."""
+        return self._spawned
 
-    async def call(
-        self, handle: CommandHandle | dict[str, Any] | str | os.PathLike[str], args: object = None
-    ) -> CommandResult:
+    def _count_spawn(self) -> None:
+        with self._lock:
+            self._spawned += 1
+
+    def _prepare(self, handle: HandleSource) -> CommandHandle:
+        """A loaded handle. Files are cached by path, modification time and size;
+        a dict is compiled on every call (load it once with
+        :meth:`CommandHandle.load` to avoid that)."""
+        if isinstance(handle, CommandHandle):
+            return handle
+        if isinstance(handle, dict):
+            return CommandHandle.load(handle)
+        path = os.fspath(handle)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return CommandHandle.load(path)  # load() raises the refusal that says why
+        key = (os.path.abspath(path), info.st_mtime_ns, info.st_size)
+        with self._lock:
+            cached = self._files.get(key)
+            if cached is not None:
+                self._files.move_to_end(key)
+                return cached
+        loaded = CommandHandle.load(path)
+        with self._lock:
+            self._files[key] = loaded
+            while len(self._files) > _CACHED_FILES:
+                self._files.popitem(last=False)
+        return loaded
+
+    @staticmethod
+    def _shape(handle: CommandHandle, result: CommandResult) -> CommandResult:
+        if not handle.has_result_template:
+            return result
+        try:
+            view = handle.shape_result(result.to_json())
+        except HandleError as exc:  # the program ran: its result is not lost
+            raise AfterRunError(exc, result) from None
+        return replace(result, view=view)
+
+    # -- handles -------------------------------------------------------------
+
+    async def call(self, handle: HandleSource, args: object = None) -> CommandResult:
         """Validate ``args``, evaluate the handle, run the command, return the result.
 
-        Raises a :class:`~command_handle.errors.HandleError` (and spawns nothing)
-        when any check fails. A non-zero exit, a signal or a timeout is a result.
+        Works under trio and under asyncio. Raises a
+        :class:`~command_handle.errors.HandleError` (and spawns nothing) when a
+        check fails; a non-zero exit, a signal or a timeout is a result.
+        Cancelling the caller kills the child's process group before returning.
         """
         handle = self._prepare(handle)
         invocation = handle.render(args, self.policy)
-        result = await self.run(invocation)
-        return replace(result, view=handle.shape_result(result.to_json()))
+        return self._shape(handle, await self.run(invocation))
 
-    async def run(self, invocation: Invocation) -> CommandResult:
+    async def call_asyncio(self, handle: HandleSource, args: object = None) -> CommandResult:
+        """The same as :meth:`call`, which is native under asyncio; kept for callers
+        written against earlier versions."""
+        return await self.call(handle, args)
+
+    def call_sync(self, handle: HandleSource, args: object = None) -> CommandResult:
+        """Blocking form of :meth:`call`, for threads: no event loop is started.
+        Ctrl-C (KeyboardInterrupt) kills the child's group, then propagates."""
+        handle = self._prepare(handle)
+        invocation = handle.render(args, self.policy)
+        return self._shape(handle, self.run_sync(invocation))
+
+    async def run(
+        self, invocation: Invocation, on_chunk: ChunkCallback | None = None
+    ) -> CommandResult:
         """Run an already validated :class:`~command_handle.handle.Invocation`."""
-        async with self._limiter:
-            return await run_invocation(invocation, on_spawn=self._count_spawn)
+        await self._slots.acquire()
+        try:
+            return await run_invocation(invocation, on_chunk, self._count_spawn)
+        finally:
+            self._slots.release()
+
+    def run_sync(self, invocation: Invocation) -> CommandResult:
+        """Blocking form of :meth:`run`."""
+        self._slots.acquire_sync()
+        try:
+            return run_invocation_sync(invocation, self._count_spawn)
+        finally:
+            self._slots.release()
+
+    @asynccontextmanager
+    async def stream(self, handle: HandleSource, args: object = None) -> AsyncIterator[EventStream]:
+        """Run the call in the background and receive its output as events::
+
+            async with executor.stream(handle, args) as events:
+                async for event in events:
+                    ...  # Event("stdout", b"..."), ..., Event("exit", result=...)
+
+        Works under trio and asyncio. Validation errors are raised on entry,
+        before anything runs. Leaving the block early kills the child's group.
+        """
+        handle = self._prepare(handle)
+        invocation = handle.render(args, self.policy)
+        send, receive = anyio.create_memory_object_stream[Event](16)
+        events = EventStream(receive)
+
+        async def produce() -> None:
+            async with send:
+
+                async def forward(kind: str, chunk: bytes) -> None:
+                    await send.send(Event(kind, chunk))
+
+                try:
+                    result = self._shape(handle, await self.run(invocation, forward))
+                except CommandHandleError as exc:
+                    events._failure = exc
+                    return
+                await send.send(Event("exit", result=result))
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(produce)
+                try:
+                    async with receive:
+                        yield events
+                finally:
+                    group.cancel_scope.cancel()
+        except BaseExceptionGroup as grouped:
+            raise _sole(grouped) from None
+
+    # -- plans ---------------------------------------------------------------
 
     async def run_plan(
         self,
@@ -82,182 +230,49 @@ class Executor:
     ) -> PlanResult:
         """Run a translated plan (``mode="utcp"``) with its placeholders' text values.
 
-        Everything that can be checked is checked first, and a failure raises a
-        :class:`~command_handle.errors.HandleError` before anything runs: missing
-        arguments, the environment (with ``variables`` substituted into the
-        plan's values), the working directory, and what the policy forbids. The
-        whole plan holds one concurrency slot and shares ``policy.timeout``.
+        Everything that can be checked is checked first, over the whole plan,
+        and a failure raises a :class:`~command_handle.errors.HandleError`
+        before anything runs: missing or oversized arguments, the environment
+        (with ``variables`` substituted into the plan's values), the working
+        directory, every literal program (not found, set-user-ID, not on the
+        allowlist). What can only be known at run time (a program computed
+        from a variable) and is refused then raises
+        :class:`~command_handle.errors.AfterRunError` carrying the steps that
+        ran. The whole plan holds one concurrency slot and shares ``policy.timeout``.
         """
-        check_plan(plan, arguments, self.policy)
-        env = plan_environment(plan, variables or {}, self.policy)
-        cwd = resolve_directory(plan.working_dir, "/working_dir")
-        async with self._limiter:
-            return await run_plan(plan, arguments, env, cwd, self.policy, self._count_spawn)
+        prepared = prepare_plan(plan, arguments, variables or {}, self.policy)
+        await self._slots.acquire()
+        try:
+            return await run_plan(prepared, self._count_spawn)
+        finally:
+            self._slots.release()
 
-    def _count_spawn(self) -> None:
-        self.spawned += 1
-
-    def call_sync(
-        self, handle: CommandHandle | dict[str, Any] | str | os.PathLike[str], args: object = None
-    ) -> CommandResult:
-        """Blocking form of :meth:`call` (starts a trio run; not for use inside one)."""
-        return trio.run(self.call, handle, args)
-
-    async def call_asyncio(
-        self, handle: CommandHandle | dict[str, Any] | str | os.PathLike[str], args: object = None
-    ) -> CommandResult:
-        """:meth:`call` for asyncio programs. Cancelling the asyncio task cancels the
-        call, which kills the child's process group."""
-        return await run_in_guest(lambda: self.call(handle, args))
-
-    @asynccontextmanager
-    async def stream(
-        self, handle: CommandHandle | dict[str, Any] | str | os.PathLike[str], args: object = None
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
-        """Run the call in the background and receive its output as events::
-
-            async with executor.stream(handle, args) as events:
-                async for event in events:
-                    ...  # Event("stdout", b"..."), ..., Event("exit", result=...)
-
-        Validation errors are raised on entry, before anything runs.
-        """
-        handle = self._prepare(handle)
-        invocation = handle.render(args, self.policy)
-        send, receive = trio.open_memory_channel[Event](16)
-
-        async def produce() -> None:
-            async with send:
-
-                async def forward(kind: str, chunk: bytes) -> None:
-                    await send.send(Event(kind, chunk))
-
-                async with self._limiter:
-                    result = await run_invocation(invocation, forward, self._count_spawn)
-                result = replace(result, view=handle.shape_result(result.to_json()))
-                await send.send(Event("exit", result=result))
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(produce)
-            try:
-                async with receive:
-                    yield receive
-            finally:
-                nursery.cancel_scope.cancel()
+    def run_plan_sync(
+        self,
+        plan: Plan,
+        arguments: Mapping[str, str],
+        variables: Mapping[str, str] | None = None,
+    ) -> PlanResult:
+        """Blocking form of :meth:`run_plan`. A plan's pipelines run concurrently,
+        so this runs an asyncio loop for the call's duration."""
+        prepared = prepare_plan(plan, arguments, variables or {}, self.policy)
+        self._slots.acquire_sync()
+        try:
+            return anyio.run(run_plan, prepared, self._count_spawn)
+        finally:
+            self._slots.release()
 
 
-class _GuestPortal:
-    """One trio guest run on an asyncio loop, serving every call made from that loop.
+def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception inside ``group`` (nested groups unwrapped), else the group."""
+    leaves: list[BaseException] = []
 
-    trio allows one run per thread, so concurrent asyncio calls share this run.
-    It starts on the first call and finishes when no call is left, so nothing
-    outlives the asyncio program. All of this runs on the loop's thread.
-    """
+    def collect(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                collect(inner)
+        else:
+            leaves.append(exc)
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.pending = 0
-        self.closed = False
-        self.token: trio.lowlevel.TrioToken | None = None
-        self.started: asyncio.Future[None] = loop.create_future()
-        self.finished: asyncio.Future[None] = loop.create_future()
-        self.send, self.receive = trio.open_memory_channel[_Job](math.inf)
-        trio.lowlevel.start_guest_run(
-            self._serve,
-            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
-            done_callback=self._finished,
-            host_uses_signal_set_wakeup_fd=False,
-        )
-
-    async def _serve(self) -> None:
-        self.token = trio.lowlevel.current_trio_token()
-        self.started.set_result(None)
-        async with trio.open_nursery() as nursery, self.receive:
-            async for job in self.receive:
-                nursery.start_soon(self._run, job)
-
-    async def _run(self, job: _Job) -> None:
-        with job.scope:
-            try:
-                value = await job.make()
-            except BaseException as exc:  # delivered to the asyncio caller
-                if not job.future.done():
-                    job.future.set_exception(exc if isinstance(exc, Exception) else _cancelled())
-            else:
-                if not job.future.done():
-                    job.future.set_result(value)
-        if not job.future.done():
-            job.future.set_exception(_cancelled())
-        self.pending -= 1
-        if self.pending == 0:
-            self.closed = True
-            self.send.close()
-
-    def _finished(self, outcome: Any) -> None:
-        self.closed = True
-        if _PORTALS.get(self.loop) is self:
-            del _PORTALS[self.loop]
-        if not self.started.done():
-            self.started.set_exception(RuntimeError("the trio guest run ended before starting"))
-        self.finished.set_result(None)
-
-    def submit(self, job: _Job) -> None:
-        assert self.token is not None
-        self.pending += 1
-        self.token.run_sync_soon(self.send.send_nowait, job)
-
-
-@dataclass
-class _Job:
-    make: Callable[[], Awaitable[Any]]
-    future: asyncio.Future[Any]
-    scope: trio.CancelScope
-
-
-def _cancelled() -> asyncio.CancelledError:
-    return asyncio.CancelledError()
-
-
-_PORTALS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _GuestPortal] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-async def run_in_guest(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a trio coroutine from asyncio through the loop's guest run.
-
-    Cancelling the asyncio task cancels the trio call; this returns only after
-    trio has cleaned up (the child's process group is killed), then re-raises.
-    """
-    loop = asyncio.get_running_loop()
-    while True:
-        portal = _PORTALS.get(loop)
-        if portal is not None and portal.closed:
-            await portal.finished  # one trio run per thread: let the idle one end first
-            continue
-        if portal is None:
-            portal = _PORTALS[loop] = _GuestPortal(loop)
-        await portal.started
-        if not portal.closed:
-            break
-    job = _Job(make, loop.create_future(), trio.CancelScope())
-    portal.submit(job)
-    try:
-        value: T = await asyncio.shield(job.future)
-    except asyncio.CancelledError:
-        if not job.future.done():
-            assert portal.token is not None
-            portal.token.run_sync_soon(job.scope.cancel)
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(job.future)
-        await _settle(portal)
-        raise
-    await _settle(portal)
-    return value
-
-
-async def _settle(portal: _GuestPortal) -> None:
-    """If this call left the guest run idle, return only once it has ended, so an
-    asyncio program that exits right after its last call leaves nothing behind."""
-    if portal.closed:
-        await asyncio.shield(portal.finished)
+    collect(group)
+    return leaves[0] if len(leaves) == 1 else group

@@ -1,14 +1,15 @@
-"""Running one Invocation with trio: the only code in the project that spawns.
+"""Running one Invocation: pipes, launch, supervision, result.
 
-- argv only, never a shell; the child starts a new session, so it leads its own
-  process group and everything it forks can be signalled together;
-- stdin is closed (``/dev/null``) or fed concurrently with reading the outputs,
-  so a child that never reads cannot deadlock the call;
-- each piped stream is read as it arrives and kept up to ``max_output`` bytes;
-  the rest is read and dropped, so memory stays bounded whatever the child writes;
+- argv only, never a shell; the child leads its own session and process group;
+- stdin is /dev/null or fed concurrently with reading the outputs, so a child
+  that never reads cannot deadlock the call;
+- each piped stream is kept up to ``max_output`` bytes; the rest is read and
+  dropped, so memory stays bounded whatever the child writes;
 - on timeout or cancellation the group gets SIGTERM, then SIGKILL after the
-  grace period; when the child exits, whatever is left of its group is killed,
-  so no descendant outlives the call.
+  grace period; when the child exits, whatever is left of its group is killed.
+
+:func:`run_invocation` awaits under trio or asyncio; :func:`run_invocation_sync`
+blocks the calling thread. Both share everything but the waiting.
 """
 
 from __future__ import annotations
@@ -16,95 +17,27 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Generator
 
-import trio
+import anyio.lowlevel
 
 from ..errors import LaunchError
 from ..handle import Invocation
+from ._capture import Capture
+from ._drive import ChunkCallback, drive, drive_sync
 from ._result import CommandResult
+from ._spawn import launch
+from ._supervise import Outcome, Output, Request, supervise
 
 __all__ = [
     "RESOURCE_ERRNOS",
-    "ChunkCallback",
     "launch_error",
     "resource_error",
     "run_invocation",
+    "run_invocation_sync",
 ]
-
-ChunkCallback = Callable[[str, bytes], Awaitable[None]]
-_READ_SIZE = 65536
-
-
-def _signal_group(pid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
-        os.killpg(pid, signum)
-
-
-async def _terminate(process: trio.Process, grace: float) -> None:
-    """SIGTERM to the group, SIGKILL after ``grace`` seconds; then reap."""
-    if process.returncode is None:
-        _signal_group(process.pid, signal.SIGTERM)
-        with trio.move_on_after(grace):
-            await process.wait()
-    _signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
-
-
-class _Capture:
-    """One output stream: the first ``limit`` bytes, and whether more came."""
-
-    __slots__ = ("buffer", "limit", "name", "truncated")
-
-    def __init__(self, name: str, limit: int) -> None:
-        self.name = name
-        self.limit = limit
-        self.buffer = bytearray()
-        self.truncated = False
-
-    async def drain(self, stream: trio.abc.ReceiveStream, on_chunk: ChunkCallback | None) -> None:
-        while True:
-            try:
-                chunk = await stream.receive_some(_READ_SIZE)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                return
-            if not chunk:
-                return
-            room = self.limit - len(self.buffer)
-            if room > 0:
-                self.buffer += chunk[:room]
-            if len(chunk) > room:
-                self.truncated = True
-            if on_chunk is not None:
-                await on_chunk(self.name, bytes(chunk))
-
-    def decode(self, encoding: str) -> tuple[str | bytes, bool]:
-        data = bytes(self.buffer)
-        if encoding == "binary":
-            return data, False
-        try:
-            return data.decode(encoding), False
-        except UnicodeDecodeError:
-            return data.decode(encoding, errors="replace"), True
-
-
-async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
-    try:
-        if data:
-            await stream.send_all(data)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass  # the child exited or closed stdin before reading everything: not an error
-    finally:
-        with trio.CancelScope(shield=True):
-            await stream.aclose()
-
-
-def _mode(mode: str) -> int | None:
-    return {"pipe": subprocess.PIPE, "ignore": subprocess.DEVNULL, "inherit": None}[mode]
-
 
 # The host ran out of something; the handle is not at fault and a retry may work.
 RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
@@ -123,7 +56,7 @@ def resource_error(exc: OSError) -> LaunchError:
     )
 
 
-def launch_error(exc: OSError, program: str, cwd: str, directory_pointer: str) -> LaunchError:
+def launch_error(exc: OSError, cwd: str, directory_pointer: str) -> LaunchError:
     """The refusal for a launch that failed after every check passed.
 
     The checks ran before launch, so the world changed in between (a removed
@@ -134,31 +67,103 @@ def launch_error(exc: OSError, program: str, cwd: str, directory_pointer: str) -
         return resource_error(exc)
     if exc.filename == cwd:
         return LaunchError(
-            f"the directory {cwd!r} could not be entered at launch ({_reason(exc)}); "
+            f"the directory could not be entered at launch ({_reason(exc)}); "
             "it changed after it was checked",
             directory_pointer,
         )
     return LaunchError(
-        f"the program {program!r} could not be started ({_reason(exc)}); "
+        f"the program could not be started ({_reason(exc)}); "
         "it changed after it was checked, or is not a program this system can run",
         "/command",
     )
 
 
-async def _spawn(invocation: Invocation) -> trio.Process:
-    try:
-        return await trio.lowlevel.open_process(
-            list(invocation.argv),
-            stdin=subprocess.PIPE if invocation.stdin is not None else subprocess.DEVNULL,
-            stdout=_mode(invocation.stdout),
-            stderr=_mode(invocation.stderr),
-            cwd=invocation.cwd,
-            env=invocation.env,
-            start_new_session=True,
-            close_fds=True,
+def _close(fds: list[int]) -> None:
+    while fds:
+        with contextlib.suppress(OSError):
+            os.close(fds.pop())
+
+
+class _HandleRun:
+    """One invocation's descriptors, supervisor and result."""
+
+    def __init__(self, invocation: Invocation) -> None:
+        self.invocation = invocation
+        self.started = time.monotonic()
+        self.captures: dict[str, Capture] = {}
+
+    def start(self, stream: bool) -> Generator[Request, None, Outcome]:
+        """Create the pipes and launch; raises LaunchError with nothing left open."""
+        inv = self.invocation
+        ours: list[int] = []  # our ends, handed to the supervisor on success
+        theirs: list[int] = []  # the child's ends, closed once it has them
+        outputs: list[Output] = []
+        stdin_fd = -1
+        child_fds: list[int | None] = [subprocess.DEVNULL, None, None]
+        try:
+            if inv.stdin is not None:
+                read_end, stdin_fd = os.pipe()
+                theirs.append(read_end)
+                ours.append(stdin_fd)
+                child_fds[0] = read_end
+            for index, name, mode in ((1, "stdout", inv.stdout), (2, "stderr", inv.stderr)):
+                if mode == "pipe":
+                    read_end, write_end = os.pipe()
+                    ours.append(read_end)
+                    theirs.append(write_end)
+                    capture = self.captures[name] = Capture(inv.max_output)
+                    outputs.append(Output(name, read_end, capture))
+                    child_fds[index] = write_end
+                elif mode == "ignore":
+                    child_fds[index] = subprocess.DEVNULL
+            child = launch(
+                inv.argv,
+                executable=inv.argv[0],
+                env=inv.env,
+                cwd=inv.cwd,
+                stdin=child_fds[0],
+                stdout=child_fds[1],
+                stderr=child_fds[2],
+            )
+        except OSError as exc:
+            _close(ours)
+            raise launch_error(exc, inv.cwd, "/directory") from None
+        finally:
+            _close(theirs)
+        return supervise(
+            child,
+            outputs,
+            stdin_fd=stdin_fd,
+            stdin_data=inv.stdin or b"",
+            timeout=inv.timeout,
+            grace=inv.kill_grace,
+            stream=stream,
         )
-    except OSError as exc:
-        raise launch_error(exc, invocation.argv[0], invocation.cwd, "/directory") from None
+
+    def result(self, outcome: Outcome) -> CommandResult:
+        inv = self.invocation
+        streams: dict[str, tuple[str | bytes | None, bool, bool]] = {}
+        for name in ("stdout", "stderr"):
+            capture = self.captures.get(name)
+            if capture is None:
+                streams[name] = (None, False, False)
+            else:
+                text, replaced = capture.decode(inv.encoding)
+                streams[name] = (text, replaced, capture.truncated)
+        code = outcome.returncode
+        return CommandResult(
+            argv=inv.argv,
+            exit_code=code if code >= 0 else None,
+            signal=-code if code < 0 else None,
+            stdout=streams["stdout"][0],
+            stderr=streams["stderr"][0],
+            timed_out=outcome.timed_out,
+            stdout_truncated=streams["stdout"][2],
+            stderr_truncated=streams["stderr"][2],
+            duration_s=time.monotonic() - self.started,
+            stdout_replaced=streams["stdout"][1],
+            stderr_replaced=streams["stderr"][1],
+        )
 
 
 async def run_invocation(
@@ -166,83 +171,27 @@ async def run_invocation(
     on_chunk: ChunkCallback | None = None,
     on_spawn: Callable[[], None] | None = None,
 ) -> CommandResult:
-    """Run ``invocation`` to completion, timeout or cancellation; return its result.
+    """Run ``invocation`` to completion, timeout or cancellation (trio or asyncio).
 
     ``on_chunk`` receives the output as it arrives; ``on_spawn`` is called just
     before the launch, once the call can no longer be cancelled without a child.
     """
-    started = time.monotonic()
     # A caller that gave up during evaluation or while waiting for a slot gets its
-    # cancellation here: trio's fast paths up to the launch do not deliver it.
-    await trio.lowlevel.checkpoint_if_cancelled()
+    # cancellation here: the fast paths up to the launch do not deliver it, and a
+    # deadline that passed meanwhile is only noticed once we yield to the loop.
+    await anyio.lowlevel.checkpoint()
+    run = _HandleRun(invocation)
     if on_spawn is not None:
         on_spawn()
-    process = await _spawn(invocation)
-    captures: dict[str, _Capture] = {}
-    timed_out = False
-    try:
-        async with trio.open_nursery() as nursery:
-            if process.stdin is not None and invocation.stdin is not None:
-                nursery.start_soon(_feed, process.stdin, invocation.stdin)
-            readers_done = trio.Event()
-            readers = 0
-            for name, stream in (("stdout", process.stdout), ("stderr", process.stderr)):
-                if stream is not None:
-                    capture = captures[name] = _Capture(name, invocation.max_output)
-                    readers += 1
+    supervisor = run.start(stream=on_chunk is not None)
+    return run.result(await drive(supervisor, on_chunk))
 
-                    async def read(
-                        capture: _Capture = capture, stream: trio.abc.ReceiveStream = stream
-                    ) -> None:
-                        nonlocal readers
-                        try:
-                            await capture.drain(stream, on_chunk)
-                        finally:
-                            readers -= 1
-                            if readers == 0:
-                                readers_done.set()
 
-                    nursery.start_soon(read)
-            if readers == 0:
-                readers_done.set()
-            with trio.move_on_after(invocation.timeout) as deadline:
-                await process.wait()
-            if deadline.cancelled_caught:
-                timed_out = True
-                await _terminate(process, invocation.kill_grace)
-            # The child is gone; whatever it left in its group goes too, so the
-            # pipes reach end-of-file.
-            _signal_group(process.pid, signal.SIGKILL)
-            with trio.move_on_after(invocation.kill_grace):
-                await readers_done.wait()
-            # A descendant that escaped the group (setsid) may still hold a pipe:
-            # stop reading rather than wait for it.
-            nursery.cancel_scope.cancel()
-    finally:
-        with trio.CancelScope(shield=True):
-            await _terminate(process, invocation.kill_grace)
-            for pipe in (process.stdin, process.stdout, process.stderr):
-                if pipe is not None:
-                    await pipe.aclose()
-    duration = time.monotonic() - started
-    stdout, stdout_replaced = (
-        captures["stdout"].decode(invocation.encoding) if "stdout" in captures else (None, False)
-    )
-    stderr, stderr_replaced = (
-        captures["stderr"].decode(invocation.encoding) if "stderr" in captures else (None, False)
-    )
-    code = process.returncode
-    assert code is not None
-    return CommandResult(
-        argv=invocation.argv,
-        exit_code=code if code >= 0 else None,
-        signal=-code if code < 0 else None,
-        stdout=stdout,
-        stderr=stderr,
-        timed_out=timed_out,
-        stdout_truncated="stdout" in captures and captures["stdout"].truncated,
-        stderr_truncated="stderr" in captures and captures["stderr"].truncated,
-        duration_s=duration,
-        stdout_replaced=stdout_replaced,
-        stderr_replaced=stderr_replaced,
-    )
+def run_invocation_sync(
+    invocation: Invocation, on_spawn: Callable[[], None] | None = None
+) -> CommandResult:
+    """Run ``invocation`` in the calling thread, with no event loop."""
+    run = _HandleRun(invocation)
+    if on_spawn is not None:
+        on_spawn()
+    return run.result(drive_sync(run.start(stream=False)))

@@ -7,6 +7,8 @@ never argument values, because arguments may hold secrets.
 
 from __future__ import annotations
 
+from ..errors import CommandHandleError
+
 __all__ = [
     "EvaluationError",
     "FormError",
@@ -16,7 +18,7 @@ __all__ = [
 ]
 
 
-class FormError(Exception):
+class FormError(CommandHandleError):
     """Base class of every Tool Form error.
 
     ``pointer`` is the RFC 6901 JSON Pointer of the template node ("" is the

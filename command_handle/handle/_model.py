@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import itertools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import jsonschema
@@ -21,12 +21,17 @@ from pydantic import (
 
 from .. import _json, form
 from .._documents import read_document
-from .._ostext import exec_size_problem, os_text_problem
 from ..errors import ArgumentsError, HandleLoadError, TemplateEvaluationError, Violation
-from ..form import UNDEFINED, FormError, Template, _pointer
-from ..policy import Policy
+from ..form import UNDEFINED, FormError, Template
+from ..form.extend import json_pointer
+from ..policy import (
+    Policy,
+    argv_problem,
+    resolve_command,
+    resolve_directory,
+    resolve_environment,
+)
 from ._invocation import Invocation, StreamMode
-from ._resolve import resolve_command, resolve_directory, resolve_environment
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
 
@@ -92,6 +97,24 @@ class CommandHandle(BaseModel):
     _templates: dict[str, Template] = PrivateAttr(default_factory=dict)
     _stdin: Template | None = PrivateAttr(default=None)
     _validator: Any = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        # The constructor refuses a bad handle the way load() does.
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _load_error(exc) from None
+        except FormError as exc:
+            raise HandleLoadError(f"invalid template: {exc.message}", exc.pointer) from None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
+        """A new handle with ``update`` applied, validated and compiled afresh.
+
+        Pydantic's copy would keep the compiled templates of the old values.
+        """
+        data = self.model_dump(exclude_unset=True)
+        data.update(update or {})
+        return type(self).from_dict(data)
 
     @model_validator(mode="after")
     def _check_and_compile(self) -> CommandHandle:
@@ -179,15 +202,11 @@ class CommandHandle(BaseModel):
                 '(use {"$encode": "args", ...} to build tokens from other values)',
                 "/arguments",
             )
-        for index, token in enumerate(argv):
-            problem = os_text_problem(token)
-            if problem:
-                raise TemplateEvaluationError(f"argument {index} {problem}", "/arguments")
         directory = self._evaluate("directory", args)
         if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
         cwd = resolve_directory(directory if isinstance(directory, str) else None)
-        program = resolve_command(command, cwd, policy)
+        program = resolve_command(command, cwd, policy, shown=self._written_command())
         environment = self._evaluate("environment", args)
         env = resolve_environment(None if environment is UNDEFINED else environment, policy)
         stdin: bytes | None = None
@@ -210,11 +229,9 @@ class CommandHandle(BaseModel):
                 raise TemplateEvaluationError(
                     "io.stdin must evaluate to a string or binary value", "/io/stdin"
                 )
-        too_big = exec_size_problem([program, *argv], env)
-        if too_big is not None:
-            problem, position = too_big
-            which = "the arguments" if position is None else f"argument {position - 1}"
-            raise TemplateEvaluationError(f"{which} {problem}", "/arguments")
+        problem = argv_problem([program, *argv], env)
+        if problem is not None:
+            raise TemplateEvaluationError(problem, "/arguments")
         timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
         max_output = (
             min(self.max_output, policy.max_output) if self.max_output else policy.max_output
@@ -233,11 +250,21 @@ class CommandHandle(BaseModel):
             handle_name=self.name,
         )
 
+    def _written_command(self) -> str | None:
+        """The command as written, when it holds no template (so no model data)."""
+        command = self.command
+        return command if isinstance(command, str) and "{{" not in command else None
+
+    @property
+    def has_result_template(self) -> bool:
+        return "result" in self._templates
+
     def shape_result(self, result_json: dict[str, Any]) -> object:
-        """What the model sees: the ``result`` template over the result, or the result."""
+        """What the model sees: the ``result`` template over the result, or None
+        when the handle has none (the result itself is then what there is)."""
         template = self._templates.get("result")
         if template is None:
-            return result_json
+            return None
         try:
             value = template.evaluate(result_json)
         except FormError as exc:
@@ -356,7 +383,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
 def _pointer_of(path: Iterable[str | int]) -> str:
     pointer = ""
     for part in path:
-        pointer = _pointer.child(pointer, part)
+        pointer = json_pointer.child(pointer, part)
     return pointer
 
 

@@ -16,6 +16,7 @@ from ._api import (
     discover,
     manual_from_output,
     run,
+    run_sync,
     translate,
 )
 from ._migrate import command_handle_for
@@ -24,11 +25,13 @@ from ._models import (
     CommandStep,
     LegacyCliProvider,
     SkippedTool,
+    ToolNotFoundError,
     UtcpLoadError,
     UtcpManual,
     UtcpTool,
     load,
 )
+from ._values import utcp_value
 
 __all__ = [
     "DEFAULT_INHERITED",
@@ -38,6 +41,7 @@ __all__ = [
     "PlanResult",
     "SkippedTool",
     "StepResult",
+    "ToolNotFoundError",
     "TranslationError",
     "UtcpLoadError",
     "UtcpManual",
@@ -50,5 +54,7 @@ __all__ = [
     "load",
     "manual_from_output",
     "run",
+    "run_sync",
     "translate",
+    "utcp_value",
 ]

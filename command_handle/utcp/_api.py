@@ -11,19 +11,14 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
-import trio
-
-from .._ostext import exec_size_problem, os_text_problem
-from ..errors import ArgumentsError, TranslationError, Violation
-from ..executor import Executor, PlanResult, StepResult, run_in_guest
-from ..executor._plan import plan_environment
+from ..errors import ArgumentsError, CallTimeoutError, TranslationError, Violation
+from ..executor import CommandResult, Executor, PlanResult, StepResult, plan_environment
 from ..handle import Invocation
-from ..handle._resolve import resolve_command, resolve_directory
 from ..plan import Arg, Command, Plan, PlanEnvironment, Step, Var, Word, iter_commands
-from ..policy import Policy
+from ..policy import Policy, argv_problem, resolve_command, resolve_directory
 from ._models import (
     CliCallTemplate,
     LegacyCliProvider,
@@ -45,6 +40,7 @@ __all__ = [
     "discover",
     "manual_from_output",
     "run",
+    "run_sync",
     "translate",
 ]
 
@@ -171,51 +167,39 @@ def _translate_legacy(provider: LegacyCliProvider) -> Plan:
     )
 
 
-async def run(
-    source: Source,
-    args: Mapping[str, Any] | None = None,
-    *,
-    variables: Mapping[str, str] | None = None,
-    policy: Policy | None = None,
-    executor: Executor | None = None,
-) -> PlanResult:
-    """Run a template and return every step's output and status (a trio coroutine).
+@dataclass(frozen=True)
+class _Prepared:
+    """A call ready to run: a plan with its arguments, or a legacy provider's argv."""
 
-    ``variables`` feeds ``${NAME}`` in ``env_vars``. Arguments are validated
-    (against a tool's ``inputs``, and for every placeholder) before anything runs.
-    """
+    plan: Plan
+    arguments: Mapping[str, str]
+    invocation: Invocation | None
+
+
+def _prepare(source: Source, args: Mapping[str, Any] | None, policy: Policy) -> _Prepared:
     args = dict(args or {})
     template = _template(source)
     if isinstance(template, UtcpTool):
         template.validate_arguments(args)
     plan = translate(template)
-    executor = executor or Executor(policy)
     if plan.mode == "legacy":
-        return await _run_legacy(plan, args, variables or {}, executor)
-    arguments = render_arguments(plan.arguments, args)
-    return await executor.run_plan(plan, arguments, variables)
+        return _Prepared(plan, {}, None)
+    return _Prepared(plan, render_arguments(plan.arguments, args), None)
 
 
-async def _run_legacy(
-    plan: Plan, args: Mapping[str, Any], variables: Mapping[str, str], executor: Executor
-) -> PlanResult:
-    policy = executor.policy
+def _legacy_invocation(
+    plan: Plan, args: Mapping[str, Any], variables: Mapping[str, str], policy: Policy
+) -> Invocation:
     env = plan_environment(plan, variables, policy)
     cwd = resolve_directory(plan.working_dir, "/working_dir")
-    program = resolve_command(plan.legacy_command[0], cwd, policy, "/command_name")
+    program = resolve_command(
+        plan.legacy_command[0], cwd, policy, "/command_name", shown=plan.legacy_command[0]
+    )
     argv = (program, *plan.legacy_command[1:], *legacy_flags(args))
-    # The same refusals as a handle's argv (argument N is argv[N]): text with no
-    # byte form, or a command line too large.
-    for index, token in enumerate(argv[1:], 1):
-        problem = os_text_problem(token)
-        if problem:
-            raise ArgumentsError([Violation("", f"argument {index} {problem}", "os-text")])
-    too_big = exec_size_problem(list(argv), env)
-    if too_big is not None:
-        problem, position = too_big
-        which = "the arguments" if position is None else f"argument {position}"
-        raise ArgumentsError([Violation("", f"{which} {problem}", "size")])
-    invocation = Invocation(
+    problem = argv_problem(list(argv), env)
+    if problem is not None:
+        raise ArgumentsError([Violation("", problem, "size")])
+    return Invocation(
         argv=argv,
         env=env,
         cwd=cwd,
@@ -224,13 +208,70 @@ async def _run_legacy(
         kill_grace=policy.kill_grace,
         handle_name=plan.name,
     )
-    result = await executor.run(invocation)
+
+
+def _legacy_result(result: CommandResult) -> PlanResult:
+    """A legacy provider's one command as a one-step plan result: stdout on success,
+    stderr otherwise, as 0.x did."""
     chosen = result.stdout if result.exit_code == 0 else result.stderr
     text = chosen if isinstance(chosen, str) else ""
     truncated = result.stdout_truncated if result.exit_code == 0 else result.stderr_truncated
     status = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
     step = StepResult(0, text.encode("utf-8", "surrogateescape"), status, truncated, True)
     return PlanResult((step,), result.timed_out, result.duration_s)
+
+
+async def run(
+    source: Source,
+    args: Mapping[str, Any] | None = None,
+    *,
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+    executor: Executor | None = None,
+) -> PlanResult:
+    """Run a template and return every step's output and status (trio or asyncio).
+
+    ``variables`` feeds ``${NAME}`` in ``env_vars``. Arguments are validated
+    (against a tool's ``inputs``, and for every placeholder) before anything runs.
+    """
+    executor = executor or Executor(policy)
+    prepared = _prepare(source, args, executor.policy)
+    if prepared.plan.mode == "legacy":
+        invocation = _legacy_invocation(
+            prepared.plan, dict(args or {}), variables or {}, executor.policy
+        )
+        return _legacy_result(await executor.run(invocation))
+    return await executor.run_plan(prepared.plan, prepared.arguments, variables)
+
+
+def run_sync(
+    source: Source,
+    args: Mapping[str, Any] | None = None,
+    *,
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+    executor: Executor | None = None,
+) -> PlanResult:
+    """Blocking form of :func:`run`, for threads."""
+    executor = executor or Executor(policy)
+    prepared = _prepare(source, args, executor.policy)
+    if prepared.plan.mode == "legacy":
+        invocation = _legacy_invocation(
+            prepared.plan, dict(args or {}), variables or {}, executor.policy
+        )
+        return _legacy_result(executor.run_sync(invocation))
+    return executor.run_plan_sync(prepared.plan, prepared.arguments, variables)
+
+
+def _value(plan: Plan, result: PlanResult, timeout: float) -> object:
+    if result.timed_out:
+        step = result.steps[-1].index if result.steps else 0
+        raise CallTimeoutError(
+            f"the call exceeded its {timeout:g} s timeout (in step {step})", result
+        )
+    if plan.mode == "legacy":
+        return legacy_value(result.output)
+    return utcp_value(result.output)
 
 
 async def call(
@@ -242,20 +283,17 @@ async def call(
     executor: Executor | None = None,
 ) -> object:
     """What utcp-cli's ``call_tool`` returns for the same template: the output text,
-    or the parsed JSON when it starts with ``{`` or ``[`` (a trio coroutine).
+    or the parsed JSON when it starts with ``{`` or ``[`` (trio or asyncio).
 
     Raises a :class:`~command_handle.errors.HandleError` before anything runs when
-    a check fails, and :class:`TimeoutError` when ``policy.timeout`` ends the call.
+    a check fails, and :class:`~command_handle.errors.CallTimeoutError` (a
+    :class:`TimeoutError`, carrying the steps that ran) when ``policy.timeout``
+    ends the call.
     """
+    executor = executor or Executor(policy)
     plan = translate(_template(source))
-    result = await run(source, args, variables=variables, policy=policy, executor=executor)
-    if result.timed_out:
-        step = result.steps[-1].index if result.steps else 0
-        timeout = (executor.policy if executor else policy or Policy()).timeout
-        raise TimeoutError(f"the call exceeded its {timeout:g} s timeout (in step {step})")
-    if plan.mode == "legacy":
-        return legacy_value(result.output)
-    return utcp_value(result.output)
+    result = await run(source, args, variables=variables, executor=executor)
+    return _value(plan, result, executor.policy.timeout)
 
 
 def call_sync(
@@ -264,9 +302,13 @@ def call_sync(
     *,
     variables: Mapping[str, str] | None = None,
     policy: Policy | None = None,
+    executor: Executor | None = None,
 ) -> object:
-    """Blocking form of :func:`call` (starts a trio run; not for use inside one)."""
-    return trio.run(partial(call, source, args, variables=variables, policy=policy))
+    """Blocking form of :func:`call`, for threads."""
+    executor = executor or Executor(policy)
+    plan = translate(_template(source))
+    result = run_sync(source, args, variables=variables, executor=executor)
+    return _value(plan, result, executor.policy.timeout)
 
 
 async def call_asyncio(
@@ -275,9 +317,11 @@ async def call_asyncio(
     *,
     variables: Mapping[str, str] | None = None,
     policy: Policy | None = None,
+    executor: Executor | None = None,
 ) -> object:
-    """:func:`call` for asyncio programs; cancelling the task kills what runs."""
-    return await run_in_guest(lambda: call(source, args, variables=variables, policy=policy))
+    """The same as :func:`call`, which is native under asyncio; kept for callers
+    written against earlier versions."""
+    return await call(source, args, variables=variables, policy=policy, executor=executor)
 
 
 async def discover(

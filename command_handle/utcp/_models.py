@@ -39,6 +39,10 @@ class UtcpLoadError(HandleLoadError):
     """A UTCP document is malformed or not a CLI template; ``pointer`` names the field."""
 
 
+class ToolNotFoundError(UtcpLoadError, KeyError):
+    """A manual has no tool of that name (or skipped it); also a KeyError."""
+
+
 class CommandStep(BaseModel):
     """One command of a call template."""
 
@@ -155,8 +159,8 @@ class UtcpManual(BaseModel):
                 return tool
         skipped = next((s for s in self.skipped if s.name == name), None)
         if skipped is not None:
-            raise KeyError(f"the tool {name!r} was skipped: {skipped.reason}")
-        raise KeyError(f"the manual has no CLI tool named {name!r}")
+            raise ToolNotFoundError(f"the tool {name!r} was skipped: {skipped.reason}")
+        raise ToolNotFoundError(f"the manual has no CLI tool named {name!r}")
 
 
 def _errors(exc: ValidationError, prefix: str = "") -> UtcpLoadError:

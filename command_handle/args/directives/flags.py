@@ -8,8 +8,7 @@ flags follow in property order.
 
 from __future__ import annotations
 
-from ...form._provenance import is_data
-from ...form._values import type_name
+from ...form.extend import is_data, type_name
 from .._encoder import DIRECTIVES, Encoder, Path, Role, Token
 from .._names import FLAG, is_combinable, normalize_flag_name
 

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from ...form._values import type_name
+from ...form.extend import type_name
 from .._encoder import DIRECTIVES, Encoder, Path, Token
 from .flags import flag_name
 

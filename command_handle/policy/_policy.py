@@ -10,9 +10,12 @@ time, output and concurrency. A handle can lower the caps, never raise them.
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from ..errors import PolicyError, PolicyTypeError
 
 __all__ = ["DANGEROUS_ENVIRONMENT", "Policy", "is_dangerous_name"]
 
@@ -99,6 +102,36 @@ class Policy:
     kill_grace: float = 2.0
     max_concurrency: int = 16
 
+    def __post_init__(self) -> None:
+        # A str is an iterable of one-character names: Policy(allow_environment="NODE_*")
+        # would allow every name made of N, O, D, E, _ and *. Refuse it loudly.
+        for name in ("inherit_environment", "allow_environment"):
+            object.__setattr__(self, name, _names(name, getattr(self, name)))
+        if self.search_path is not None:
+            object.__setattr__(self, "search_path", _names("search_path", self.search_path))
+        if self.allowed_commands is not None:
+            allowed = frozenset(_names("allowed_commands", self.allowed_commands))
+            object.__setattr__(self, "allowed_commands", allowed)
+        if not isinstance(self.allow_setuid, bool):
+            raise PolicyTypeError(
+                f"Policy.allow_setuid must be a bool, not {type(self.allow_setuid).__name__}"
+            )
+        for name in ("timeout", "kill_grace"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise PolicyTypeError(
+                    f"Policy.{name} must be a number of seconds, not {type(value).__name__}"
+                )
+            if not (value > 0 and math.isfinite(value)):
+                raise PolicyError(f"Policy.{name} must be a positive, finite number of seconds")
+            object.__setattr__(self, name, float(value))
+        for name in ("max_output", "max_concurrency"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise PolicyTypeError(f"Policy.{name} must be an int, not {type(value).__name__}")
+            if value <= 0:
+                raise PolicyError(f"Policy.{name} must be at least 1")
+
     def path_entries(self) -> tuple[str, ...]:
         if self.search_path is not None:
             return self.search_path
@@ -106,3 +139,21 @@ class Policy:
 
     def refuses_variable(self, name: str) -> bool:
         return is_dangerous_name(name) and not is_dangerous_name(name, self.allow_environment)
+
+
+def _names(field: str, value: object) -> tuple[str, ...]:
+    """A sequence of names as a tuple; a bare string is a mistake, not a sequence."""
+    if isinstance(value, (str, bytes)):
+        raise PolicyTypeError(
+            f"Policy.{field} takes a sequence of strings, not a single string: "
+            f"write ({value!r},) for one entry"
+        )
+    if not isinstance(value, Iterable):
+        raise PolicyTypeError(
+            f"Policy.{field} takes a sequence of strings, not {type(value).__name__}"
+        )
+    names = tuple(value)
+    for item in names:
+        if not isinstance(item, str):
+            raise PolicyTypeError(f"Policy.{field} takes strings; it holds a {type(item).__name__}")
+    return names

@@ -6,11 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-import trio
-
-from . import _json, utcp
-from .errors import HandleError
-from .policy import Policy
+from .. import _json, utcp
+from ..policy import Policy
+from ._common import EXIT_FAILED, EXIT_OK, read_object, run_interruptibly
 
 __all__ = ["add_utcp_parser"]
 
@@ -21,73 +19,47 @@ def _source(options: argparse.Namespace) -> Any:
         if not options.tool:
             names = ", ".join(tool.name for tool in loaded.tools)
             raise utcp.UtcpLoadError(f"the file is a manual: pick a tool with --tool ({names})")
-        try:
-            return loaded.tool(options.tool)
-        except KeyError as exc:
-            raise utcp.UtcpLoadError(str(exc.args[0])) from None
+        return loaded.tool(options.tool)
     return loaded
 
 
-def _report(exc: HandleError) -> int:
-    print(f"command-handle: {type(exc).__name__}: {exc}", file=sys.stderr)
-    return 2
-
-
 def _cmd_translate(options: argparse.Namespace) -> int:
-    try:
-        source = _source(options)
-        out: dict[str, Any] = {"plan": utcp.translate(source).to_json()}
-        migrated = utcp.command_handle_for(source)
-    except HandleError as exc:
-        return _report(exc)
+    source = _source(options)
+    out: dict[str, Any] = {"plan": utcp.translate(source).to_json()}
+    migrated = utcp.command_handle_for(source)
     if migrated is not None:
         out["command_handle"] = migrated["handle"]
         out["migration_notes"] = migrated["notes"]
     print(_json.stringify(out, indent=2))
-    return 0
-
-
-def _object(text: str | None, what: str) -> dict[str, Any]:
-    from .cli import _read_json_argument  # one parser for --args everywhere
-
-    value = {} if text is None else _read_json_argument(text, what)
-    if not isinstance(value, dict):
-        raise SystemExit(f"command-handle: {what} must be a JSON object")
-    return value
+    return EXIT_OK
 
 
 def _cmd_run(options: argparse.Namespace) -> int:
-    args = _object(options.args, "--args")
-    variables = {k: str(v) for k, v in _object(options.variables, "--variables").items()}
+    args = read_object(options.args, "--args")
+    variables = {k: str(v) for k, v in read_object(options.variables, "--variables").items()}
     policy = Policy(allow_environment=tuple(options.allow_env or ()))
-    try:
-        source = _source(options)
-        result = trio.run(lambda: utcp.run(source, args, variables=variables, policy=policy))
-    except HandleError as exc:
-        return _report(exc)
+    source = _source(options)
+    result = run_interruptibly(lambda: utcp.run(source, args, variables=variables, policy=policy))
     if options.json:
         print(_json.stringify(result.to_json(), indent=2))
     else:
-        value = utcp._values.utcp_value(result.output)
+        value = utcp.utcp_value(result.output)
         print(value if isinstance(value, str) else _json.stringify(value, indent=2))
     if result.timed_out:
         print(f"command-handle: the call timed out after {policy.timeout:g} s", file=sys.stderr)
-        return 124
-    return 0
+    return EXIT_OK if result.ok else EXIT_FAILED
 
 
 def _cmd_tools(options: argparse.Namespace) -> int:
-    try:
-        loaded = utcp.load(options.file)
-        if not isinstance(loaded, utcp.UtcpManual):
-            loaded = trio.run(lambda: utcp.discover(loaded))
-    except HandleError as exc:
-        return _report(exc)
+    loaded = utcp.load(options.file)
+    if not isinstance(loaded, utcp.UtcpManual):
+        template = loaded
+        loaded = run_interruptibly(lambda: utcp.discover(template))
     for tool in loaded.tools:
         print(f"{tool.name}: {tool.description}")
     for skipped in loaded.skipped:
         print(f"{skipped.name}: skipped, {skipped.reason}")
-    return 0
+    return EXIT_OK
 
 
 def add_utcp_parser(commands: Any) -> None:

@@ -1,0 +1,60 @@
+"""The ``command-handle`` command line: one entry point, :func:`main`.
+
+Exit codes (one table for every subcommand): 0 success; 1 the program or
+tool ran and failed; 2 refused before anything ran, or a usage error;
+128 + n when stopped by signal n, after the children were killed.
+``run --raw`` exits with the program's own code instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..errors import AfterRunError, CommandHandleError
+from ._common import EXIT_FAILED, EXIT_REFUSED, Signalled, UsageError, report
+from ._handles import add_handle_parsers
+from ._utcp import add_utcp_parser
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="command-handle",
+        description="Run command-line programs for AI agents safely.",
+        epilog="exit codes: 0 success, 1 the program or tool failed, "
+        "2 refused or usage error, 128+n stopped by signal n",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_handle_parsers(commands)
+    add_utcp_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    try:
+        code: int = options.run(options)
+    except AfterRunError as exc:  # it ran; what came after failed
+        print(f"command-handle: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except CommandHandleError as exc:
+        return report(exc)
+    except UsageError as exc:
+        print(f"command-handle: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except OSError as exc:  # a file named on the command line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"command-handle: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except Signalled as stop:
+        return 128 + stop.signum
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""The subcommands for handles and templates: eval, run, render, validate, schema, conformance."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .. import _json, form
+from ..conformance import default_vectors_dir, format_table, load_vectors, run_vector
+from ..executor import CommandResult, Executor
+from ..handle import CommandHandle
+from ..policy import Policy
+from ._common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, printable, read_json_argument
+
+__all__ = ["add_handle_parsers"]
+
+
+def _cmd_eval(options: argparse.Namespace) -> int:
+    args = read_json_argument(options.args, "--args") if options.args is not None else None
+    extra: dict[str, object] = {}
+    if options.include_base:
+        extra["include_base"] = options.include_base
+    template = form.load_template(options.template, **extra)
+    result = template.evaluate(args)
+    if result is form.UNDEFINED:
+        print("command-handle: the template evaluated to the Undefined Value", file=sys.stderr)
+        return EXIT_FAILED
+    print(_json.stringify(printable(result), indent=2))
+    return EXIT_OK
+
+
+def _policy(options: argparse.Namespace) -> Policy:
+    return Policy(inherit_environment=tuple(options.inherit_env or ()))
+
+
+def _call_args(options: argparse.Namespace) -> object:
+    return read_json_argument(options.args, "--args") if options.args is not None else {}
+
+
+async def _with_indicator(executor: Executor, handle: CommandHandle, args: object) -> CommandResult:
+    """Run the call; on a terminal, show the elapsed time on stderr while it runs."""
+    if not sys.stderr.isatty():
+        return await executor.call(handle, args)
+    result: list[CommandResult] = []
+    started = anyio.current_time()
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            result.append(await executor.call(handle, args))
+            group.cancel_scope.cancel()
+
+        group.start_soon(call)
+        await anyio.sleep(1.0)  # quick calls print nothing
+        while True:
+            print(
+                f"\r{handle.name}: {anyio.current_time() - started:6.1f} s", end="", file=sys.stderr
+            )
+            sys.stderr.flush()
+            await anyio.sleep(0.1)
+    if anyio.current_time() - started >= 1.0:
+        print("\r\x1b[K", end="", file=sys.stderr)
+    return result[0]
+
+
+def _cmd_run(options: argparse.Namespace) -> int:
+    from ._common import run_interruptibly
+
+    handle = CommandHandle.load(options.handle)
+    executor = Executor(_policy(options))
+    args = _call_args(options)
+    result = run_interruptibly(lambda: _with_indicator(executor, handle, args))
+    if options.raw:
+        for stream, value in ((sys.stdout, result.stdout), (sys.stderr, result.stderr)):
+            if isinstance(value, bytes):
+                stream.buffer.write(value)
+            elif value is not None:
+                stream.write(value)
+            stream.flush()
+        if result.timed_out:
+            return 124  # as timeout(1) says it
+        if result.exit_code is None:
+            return 128 + (result.signal or 0)
+        return result.exit_code
+    shown: dict[str, Any] = result.to_json()
+    if handle.has_result_template:
+        shown["view"] = result.view
+    print(_json.stringify(printable(shown), indent=2))
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _cmd_render(options: argparse.Namespace) -> int:
+    invocation = CommandHandle.load(options.handle).render(_call_args(options), _policy(options))
+    print(_json.stringify(invocation.to_json(), indent=2))
+    return EXIT_OK
+
+
+def _cmd_validate(options: argparse.Namespace) -> int:
+    from ..errors import HandleError
+
+    status = EXIT_OK
+    for path in options.handles:
+        try:
+            handle = CommandHandle.load(path)
+        except HandleError as exc:
+            print(f"{path}: {exc}", file=sys.stderr)
+            status = EXIT_REFUSED
+        else:
+            print(f"{path}: ok ({handle.name})")
+    return status
+
+
+def _cmd_schema(options: argparse.Namespace) -> int:
+    print(_json.stringify(CommandHandle.model_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def _cmd_conformance(options: argparse.Namespace) -> int:
+    directory = Path(options.vectors) if options.vectors else default_vectors_dir()
+    if directory is None or not directory.is_dir():
+        print("command-handle: no vectors directory; pass --vectors DIR", file=sys.stderr)
+        return EXIT_REFUSED
+    vectors = load_vectors(directory)
+    if options.suite:
+        vectors = [v for v in vectors if v.suite == options.suite]
+    results = [run_vector(v) for v in vectors]
+    for line in format_table(results):
+        print(line)
+    return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
+
+
+def add_handle_parsers(commands: Any) -> None:
+    evaluate = commands.add_parser("eval", help="evaluate a Tool Form template")
+    evaluate.add_argument("template", help="a JSON template file")
+    evaluate.add_argument("--args", help="Template Arguments: JSON text, or @file, or @- for stdin")
+    evaluate.add_argument(
+        "--include-base", help="directory $include may read (default: the template's directory)"
+    )
+    evaluate.set_defaults(run=_cmd_eval)
+
+    run = commands.add_parser("run", help="run a Command Handle and print the result as JSON")
+    run.add_argument("handle", help="a Command Handle file (.json, .yaml or .yml)")
+    run.add_argument("--args", help="the arguments: JSON text, or @file, or @- for stdin")
+    run.add_argument(
+        "--raw",
+        action="store_true",
+        help="pass the program's stdout and stderr through; exit with its code",
+    )
+    run.add_argument(
+        "--inherit-env",
+        action="append",
+        metavar="NAME",
+        help="pass this host variable to the child",
+    )
+    run.set_defaults(run=_cmd_run)
+
+    render = commands.add_parser("render", help="show what a handle would run, without running it")
+    render.add_argument("handle")
+    render.add_argument("--args", help="the arguments: JSON text, or @file, or @- for stdin")
+    render.add_argument("--inherit-env", action="append", metavar="NAME")
+    render.set_defaults(run=_cmd_render)
+
+    validate = commands.add_parser("validate", help="check Command Handle files")
+    validate.add_argument("handles", nargs="+")
+    validate.set_defaults(run=_cmd_validate)
+
+    schema = commands.add_parser(
+        "schema", help="print the JSON Schema of the Command Handle format"
+    )
+    schema.set_defaults(run=_cmd_schema)
+
+    conformance = commands.add_parser("conformance", help="run the conformance vectors")
+    conformance.add_argument("--vectors", help="vectors directory (default: spec_tests/vectors)")
+    conformance.add_argument("--suite", help="run only this suite")
+    conformance.set_defaults(run=_cmd_conformance)

@@ -1,0 +1,95 @@
+"""Answering a supervisor's waits: blocking in a thread, or awaiting under trio or asyncio.
+
+This is the only place where the three ways of calling differ. The sync
+driver polls the descriptor the supervisor names; the async driver awaits it
+with anyio, which runs natively on trio and on asyncio. On cancellation (or
+an error in a streaming consumer, or Ctrl-C in a thread) the driver throws
+:class:`Abort` into the supervisor and, shielded from further cancellation,
+waits while it kills the child's group, then re-raises.
+"""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Awaitable, Callable, Generator
+from typing import TypeVar
+
+import anyio
+
+from ._supervise import Abort, Deliver, Request, Wait
+
+__all__ = ["ChunkCallback", "drive", "drive_sync"]
+
+T = TypeVar("T")
+ChunkCallback = Callable[[str, bytes], Awaitable[None]]
+
+
+def _poll(request: Wait) -> None:
+    poller = select.poll()
+    poller.register(request.fd, select.POLLIN)
+    poller.poll(None if request.timeout is None else max(0, int(request.timeout * 1000) + 1))
+
+
+def drive_sync(supervisor: Generator[Request, None, T]) -> T:
+    """Run ``supervisor`` in this thread. Streaming requests are not expected."""
+    try:
+        request = next(supervisor)
+        while True:
+            try:
+                if isinstance(request, Wait):
+                    _poll(request)
+            except BaseException:  # KeyboardInterrupt, or a signal handler's exception
+                try:
+                    request = supervisor.throw(Abort())
+                    while True:
+                        if isinstance(request, Wait):
+                            _poll(request)
+                        request = next(supervisor)
+                except StopIteration:
+                    pass  # the child is dead and reaped
+                raise
+            request = next(supervisor)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+    finally:
+        supervisor.close()
+
+
+async def _wait(request: Wait) -> None:
+    if request.timeout is None:
+        await anyio.wait_readable(request.fd)
+    else:
+        with anyio.move_on_after(request.timeout):
+            await anyio.wait_readable(request.fd)
+
+
+async def drive(
+    supervisor: Generator[Request, None, T], on_chunk: ChunkCallback | None = None
+) -> T:
+    """Run ``supervisor`` under the running event loop (trio or asyncio)."""
+    try:
+        request = next(supervisor)
+        while True:
+            try:
+                if isinstance(request, Wait):
+                    await _wait(request)
+                elif on_chunk is not None and isinstance(request, Deliver):
+                    await on_chunk(request.name, request.data)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        request = supervisor.throw(Abort())
+                        while True:
+                            if isinstance(request, Wait):
+                                await _wait(request)
+                            request = next(supervisor)
+                    except StopIteration:
+                        pass  # the child is dead and reaped
+                raise
+            request = next(supervisor)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+    finally:
+        supervisor.close()

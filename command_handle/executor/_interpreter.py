@@ -1,0 +1,449 @@
+"""Running an argv plan with bash's semantics and no shell.
+
+Steps share one :class:`ShellState` (directory, variables, exports), as the
+UTCP documentation promises. Within a step, lists, pipelines, redirections
+and command substitutions behave as bash runs them; builtins run in-process;
+every other program is launched and supervised by the same code as a
+handle's command (``_spawn``, ``_supervise``), in its own session, and its
+process group is killed when it exits, times out or is cancelled. Each step's
+stdout and stderr are merged, in order, into one capped buffer.
+
+The concurrency inside a step (the elements of a pipeline) uses anyio, so a
+plan runs natively under trio and under asyncio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import anyio
+import anyio.lowlevel
+
+from ..errors import AfterRunError, HandleError
+from ..plan import (
+    Arg,
+    Command,
+    Lit,
+    Pipeline,
+    Plan,
+    Sequence,
+    Step,
+    Subst,
+    Tilde,
+    Var,
+    Word,
+    word_text,
+)
+from ..policy import Policy, check_program
+from ._capture import Capture
+from ._drive import drive
+from ._expand import Segment, fields, join
+from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
+from ._plan_result import PlanResult, StepResult
+from ._process import RESOURCE_ERRNOS, resource_error
+from ._shell import BuiltinIO, ShellState
+from ._spawn import launch
+from ._supervise import Output, supervise
+from .builtins import BUILTINS
+
+__all__ = ["run_plan"]
+
+
+# -- output targets ----------------------------------------------------------------
+
+
+_Sink = Capture  # a step's merged output, or a substitution's
+
+
+@dataclass(frozen=True)
+class _Fd:
+    """A descriptor someone else owns: a pipe end, an opened file, /dev/null."""
+
+    fd: int
+
+
+_Target = _Sink | _Fd
+
+
+async def _write(target: _Target, data: bytes) -> None:
+    if not data:
+        return
+    if isinstance(target, _Sink):
+        target.write(data)
+        return
+    view = memoryview(data)
+    try:
+        if stat.S_ISFIFO(os.fstat(target.fd).st_mode):
+            # Only this builtin holds this pipe end, so it can be made non-blocking
+            # while it writes: a full pipe then waits without blocking the loop.
+            os.set_blocking(target.fd, False)
+            try:
+                while view:
+                    try:
+                        view = view[os.write(target.fd, view) :]
+                    except BlockingIOError:
+                        await anyio.wait_writable(target.fd)
+            finally:
+                os.set_blocking(target.fd, True)
+            return
+        while view:
+            view = view[os.write(target.fd, view) :]
+    except OSError:
+        pass  # the reader went away, as SIGPIPE would end a writer in bash
+
+
+def _close(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def _release(fds: list[int]) -> None:
+    """Close each descriptor once: the list is emptied, so a second call is harmless."""
+    while fds:
+        _close(fds.pop())
+
+
+def _message(*parts: str) -> bytes:
+    return ("command-handle: " + ": ".join(parts) + "\n").encode("utf-8", "surrogateescape")
+
+
+# -- the run -----------------------------------------------------------------------
+
+
+class _PlanRun:
+    def __init__(
+        self,
+        plan: Plan,
+        arguments: Mapping[str, str],
+        policy: Policy,
+        on_spawn: Callable[[], None],
+    ) -> None:
+        self.plan = plan
+        self.arguments = arguments
+        self.policy = policy
+        self.on_spawn = on_spawn
+        self.devnull = -1
+        self.subst_status: int | None = None
+        self.launched = False
+        self.step = 0
+
+    async def run(self, state: ShellState) -> PlanResult:
+        started = time.monotonic()
+        results: list[StepResult] = []
+        self.devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        timed_out = False
+        current: tuple[Step, _Sink] | None = None
+        try:
+            with anyio.move_on_after(self.policy.timeout) as deadline:
+                for step in self.plan.steps:
+                    self.step = step.index
+                    sink = _Sink(self.policy.max_output)
+                    current = (step, sink)
+                    status = await self.sequence(step.body, state, _Fd(self.devnull), sink, sink)
+                    state.status = status
+                    results.append(self._step_result(step, sink, status))
+                    current = None
+                    value = bytes(sink.buffer).rstrip(b"\n").replace(b"\x00", b"")
+                    state.set(f"CMD_{step.index}_OUTPUT", value.decode("utf-8", "surrogateescape"))
+            if deadline.cancelled_caught:
+                timed_out = True
+                if current is not None:
+                    results.append(self._step_result(current[0], current[1], 124))
+        except HandleError as exc:
+            if not self.launched:
+                raise  # refused before anything ran: a plain refusal
+            if current is not None:
+                results.append(self._step_result(current[0], current[1], 126))
+            ran = PlanResult(tuple(results), False, time.monotonic() - started)
+            raise AfterRunError(exc, ran) from None
+        finally:
+            os.close(self.devnull)
+        return PlanResult(tuple(results), timed_out, time.monotonic() - started)
+
+    @staticmethod
+    def _step_result(step: Step, sink: _Sink, status: int) -> StepResult:
+        return StepResult(step.index, bytes(sink.buffer), status, sink.truncated, step.append)
+
+    async def sequence(
+        self, sequence: Sequence, state: ShellState, stdin: _Fd, out: _Target, err: _Target
+    ) -> int:
+        status = state.status
+        for index, pipeline in enumerate(sequence.pipelines):
+            if index:
+                operator = sequence.operators[index - 1]
+                if (operator == "&&" and status != 0) or (operator == "||" and status == 0):
+                    continue
+            status = await self.pipeline(pipeline, state, stdin, out, err)
+            state.status = status
+        return status
+
+    async def pipeline(
+        self, pipeline: Pipeline, state: ShellState, stdin: _Fd, out: _Target, err: _Target
+    ) -> int:
+        commands = pipeline.commands
+        if len(commands) == 1:
+            status = await self.command(commands[0], state, (stdin, out, err), [])
+        else:
+            statuses = [0] * len(commands)
+            pipes: list[tuple[int, int]] = []
+            owners: list[list[int]] = []  # the pipe ends each command closes when done
+            assigned: set[int] = set()
+            try:
+                for _ in commands[1:]:
+                    pipes.append(os.pipe())
+                async with anyio.create_task_group() as group:
+                    for index, command in enumerate(commands):
+                        last = index == len(pipes)
+                        source = _Fd(pipes[index - 1][0]) if index else stdin
+                        sink: _Target = out if last else _Fd(pipes[index][1])
+                        errors = sink if not last and pipeline.stderr_piped[index] else err
+                        owned = [pipes[index - 1][0]] if index else []
+                        if not last:
+                            owned.append(pipes[index][1])
+                        owners.append(owned)
+                        assigned.update(owned)
+
+                        async def one(
+                            index: int = index,
+                            command: Command = command,
+                            streams: tuple[_Fd, _Target, _Target] = (source, sink, errors),
+                            owned: list[int] = owned,
+                        ) -> None:
+                            # Each element of a pipeline runs in a subshell, as in bash.
+                            statuses[index] = await self.command(
+                                command, state.copy(), streams, owned
+                            )
+
+                        group.start_soon(one)
+            except BaseExceptionGroup as grouped:
+                # A refusal inside a pipeline comes out of its task group wrapped in a
+                # group; the caller gets the refusal itself, as from a single command.
+                raise _refusal_in(grouped) from None
+            finally:
+                for pair in pipes:
+                    for fd in pair:
+                        if fd not in assigned:
+                            _close(fd)  # created but never handed to a command
+                for owned in owners:
+                    _release(owned)
+            status = statuses[-1]
+        if pipeline.negated:
+            status = 0 if status else 1
+        return status
+
+    # -- one command ---------------------------------------------------------------
+
+    async def command(
+        self,
+        command: Command,
+        state: ShellState,
+        streams: tuple[_Fd, _Target, _Target],
+        owned: list[int],
+    ) -> int:
+        """Run one command with ``streams`` as its stdin, stdout and stderr.
+        ``owned`` descriptors are closed (and the list emptied) once the command
+        no longer needs them, so a pipe's other end sees end-of-file."""
+        opened: list[int] = []
+
+        def release() -> None:
+            _release(owned)
+            _release(opened)
+
+        try:
+            self.subst_status = None
+            err = streams[2]
+            words: list[str] = []
+            for word in command.words:
+                words += fields(await self.segments(word, state, err), state.cwd)
+            assignments: list[tuple[str, str | None]] = []
+            for assignment in command.assignments:
+                value = assignment.value
+                text = None if value is None else join(await self.segments(value, state, err))
+                assignments.append((assignment.name, text))
+            table: list[_Target] = list(streams)
+            for redirect in command.redirects:
+                if redirect.op in (">&", "<&"):
+                    table[redirect.fd] = table[int(word_text(redirect.target))]
+                    continue
+                targets = fields(await self.segments(redirect.target, state, err), state.cwd)
+                if len(targets) != 1:
+                    await _write(table[2], _message("ambiguous redirect"))
+                    return 1
+                flags = os.O_CLOEXEC | (
+                    os.O_RDONLY
+                    if redirect.op == "<"
+                    else os.O_WRONLY
+                    | os.O_CREAT
+                    | (os.O_APPEND if redirect.op.endswith(">>") else os.O_TRUNC)
+                )
+                try:
+                    fd = os.open(os.path.join(state.cwd, targets[0]), flags, 0o666)
+                except OSError as exc:
+                    await _write(table[2], _message(targets[0], exc.strerror or "cannot open"))
+                    return 1
+                opened.append(fd)
+                if redirect.op in ("&>", "&>>"):
+                    table[1] = table[2] = _Fd(fd)
+                else:
+                    table[redirect.fd] = _Fd(fd)
+            io = BuiltinIO(lambda data: _write(table[1], data), lambda data: _write(table[2], data))
+            if command.kind == "export":
+                args = [name if value is None else f"{name}={value}" for name, value in assignments]
+                return await BUILTINS["export"](state, args, io)
+            if not words:
+                for name, text in assignments:
+                    state.set(name, text or "")
+                return self.subst_status or 0
+            builtin = BUILTINS.get(words[0])
+            if builtin is not None:
+                return await builtin(state, words[1:], io)
+            return await self.spawn(words, assignments, state, table, release)
+        finally:
+            release()
+
+    def resolve(self, name: str, state: ShellState) -> tuple[str | None, int, str]:
+        """The program's path, or None with bash's status and message. Raises the
+        policy's refusal for a program it does not allow (checked again here:
+        a computed or relative program is only known now)."""
+        search = self.policy.search_path
+        if search is None:
+            search = tuple(state.variables.get("PATH", os.defpath).split(os.pathsep))
+        path = program_path(name, state.cwd, search)
+        if path is None:
+            return None, 127, "No such file or directory" if "/" in name else "command not found"
+        if os.path.isdir(path):
+            return None, 126, "Is a directory"
+        if not os.access(path, os.X_OK):
+            return None, 126, "Permission denied"
+        if not os.path.isfile(path):
+            return None, 126, "Permission denied"
+        check_program(path, self.policy, f"/commands/{self.step}/command", shown=name)
+        return path, 0, ""
+
+    async def spawn(
+        self,
+        words: list[str],
+        assignments: list[tuple[str, str | None]],
+        state: ShellState,
+        table: list[_Target],
+        release: Callable[[], None],
+    ) -> int:
+        path, status, problem = self.resolve(words[0], state)
+        if path is None:
+            await _write(table[2], _message(words[0], problem))
+            return status
+        env = state.environment()
+        env.update((name, value or "") for name, value in assignments)
+        pipes: dict[int, tuple[int, int, _Sink]] = {}
+
+        def descriptor(target: _Target) -> int:
+            if isinstance(target, _Fd):
+                return target.fd
+            if id(target) not in pipes:
+                read_end, write_end = os.pipe()
+                pipes[id(target)] = (read_end, write_end, target)
+            return pipes[id(target)][1]
+
+        await anyio.lowlevel.checkpoint_if_cancelled()  # nothing starts for a cancelled call
+        try:
+            try:
+                fds = [descriptor(target) for target in table]
+                self.launched = True
+                self.on_spawn()
+                child = launch(
+                    words,  # argv[0] as written, as bash passes it
+                    executable=path,
+                    env=env,
+                    cwd=state.cwd,
+                    stdin=fds[0],
+                    stdout=fds[1],
+                    stderr=fds[2],
+                )
+            except OSError as exc:
+                if exc.errno in RESOURCE_ERRNOS:
+                    raise resource_error(exc) from None
+                reason = errno.errorcode.get(exc.errno or 0, "error")
+                # As bash reports it; a directory removed after the check is named.
+                subject = state.cwd if exc.filename == state.cwd else words[0]
+                await _write(table[2], _message(subject, f"{exc.strerror or exc} ({reason})"))
+                return 126 if exc.errno != errno.ENOENT else 127
+            finally:
+                for _, write_end, _ in pipes.values():
+                    _close(write_end)
+                release()  # the child has its copies; ours would hold pipes open
+        except BaseException:
+            for read_end, _, _ in pipes.values():
+                _close(read_end)
+            raise
+        outputs = [Output("output", read_end, sink) for read_end, _, sink in pipes.values()]
+        # The supervisor owns the read ends from here, and closes them.
+        outcome = await drive(supervise(child, outputs, timeout=None, grace=self.policy.kill_grace))
+        code = outcome.returncode
+        return code if code >= 0 else 128 - code
+
+    # -- expansion -------------------------------------------------------------------
+
+    async def segments(self, word: Word, state: ShellState, err: _Target) -> list[Segment]:
+        out: list[Segment] = []
+        for part in word:
+            if isinstance(part, Lit):
+                out.append(Segment(part.text, part.quoted))
+            elif isinstance(part, Arg):
+                out.append(Segment(self.arguments[part.name], True))
+            elif isinstance(part, Tilde):
+                out.append(Segment(state.variables.get("HOME") or os.path.expanduser("~"), True))
+            elif isinstance(part, Var):
+                variables = state.variables
+                value = str(state.status) if part.name == "?" else variables.get(part.name, "")
+                out.append(Segment(value, part.quoted, split=not part.quoted))
+            elif isinstance(part, Subst):
+                value = await self.substitute(part, state, err)
+                out.append(Segment(value, part.quoted, split=not part.quoted))
+        return out
+
+    async def substitute(self, part: Subst, state: ShellState, err: _Target) -> str:
+        sink = _Sink(self.policy.max_output)
+        inner = state.copy()  # a subshell: its cd and variables stay inside
+        status = await self.sequence(part.body, inner, _Fd(self.devnull), sink, err)
+        self.subst_status = status
+        state.status = status
+        data = bytes(sink.buffer).rstrip(b"\n").replace(b"\x00", b"")
+        return data.decode("utf-8", "surrogateescape")
+
+
+async def run_plan(prepared: PreparedPlan, on_spawn: Callable[[], None]) -> PlanResult:
+    """Run a checked utcp-mode plan (see :func:`prepare_plan`)."""
+    env, cwd = prepared.env, prepared.cwd
+    state = ShellState(cwd, dict(env), set(env))
+    state.set("PWD", cwd, export=True)
+    if "PATH" not in env:
+        # bash's built-in default when PATH is not inherited (a shell variable, not
+        # exported), without its relative '.' entry.
+        state.set("PATH", BASH_DEFAULT_PATH)
+    try:
+        return await _PlanRun(prepared.plan, prepared.arguments, prepared.policy, on_spawn).run(
+            state
+        )
+    except OSError as exc:
+        if exc.errno in RESOURCE_ERRNOS:
+            raise resource_error(exc) from None
+        raise
+
+
+def _refusal_in(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first refusal in ``group`` if it holds nothing else; otherwise the group."""
+    refusals, rest = group.split((HandleError, OSError))
+    if rest is not None or refusals is None:
+        return group
+    first: BaseException = refusals
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    if isinstance(first, OSError):
+        return resource_error(first) if first.errno in RESOURCE_ERRNOS else group
+    return first

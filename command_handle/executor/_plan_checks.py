@@ -1,0 +1,123 @@
+"""A plan's checks before its first step: the whole plan, or nothing runs.
+
+Missing arguments, text with no byte form, the starting environment, the
+working directory, variables the policy refuses, and every program written
+literally (found, not set-user-ID, on the allowlist) are checked here, over
+every step, so that a refusal never comes after an earlier step has run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .._ostext import os_text_problem
+from ..errors import ArgumentsError, CommandError, EnvironmentVariableError, Violation
+from ..plan import Plan, iter_commands, substitute_variables, word_is_static, word_text
+from ..policy import (
+    Policy,
+    check_program,
+    check_variable_name,
+    check_variable_value,
+    inherited_environment,
+    resolve_directory,
+)
+from .builtins import BUILTINS
+
+__all__ = ["BASH_DEFAULT_PATH", "PreparedPlan", "prepare_plan", "program_path"]
+
+BASH_DEFAULT_PATH = "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
+
+
+@dataclass(frozen=True)
+class PreparedPlan:
+    """A plan that passed every check, with what it starts from."""
+
+    plan: Plan
+    arguments: Mapping[str, str]
+    env: dict[str, str]
+    cwd: str
+    policy: Policy
+
+
+def plan_environment(plan: Plan, variables: Mapping[str, str], policy: Policy) -> dict[str, str]:
+    """The starting environment: inherited host names, then the plan's values with
+    the caller's variables substituted."""
+    env = inherited_environment(plan.environment.inherit)
+    for name, template in plan.environment.set:
+        where = f"/env_vars/{name}"
+        check_variable_name(name, policy, where)
+        value, missing = substitute_variables(template, variables, plan.name)
+        if missing:
+            raise EnvironmentVariableError(
+                f"env_vars/{name} refers to the variable {missing[0]!r}, which is not in the "
+                "variables given to the call",
+                where,
+            )
+        env[name] = check_variable_value(name, value, where)
+    return env
+
+
+def program_path(name: str, cwd: str, search: tuple[str, ...]) -> str | None:
+    """Where bash would find ``name``: relative to ``cwd`` with a slash, else the
+    first absolute ``search`` entry holding an executable file; None if nowhere."""
+    if "/" in name:
+        path = os.path.normpath(os.path.join(cwd, name))
+        return path if os.path.exists(path) else None
+    for entry in search:
+        # Relative entries would make the lookup depend on the directory: skipped.
+        candidate = os.path.join(entry, name)
+        if os.path.isabs(entry) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def prepare_plan(
+    plan: Plan, arguments: Mapping[str, str], variables: Mapping[str, str], policy: Policy
+) -> PreparedPlan:
+    """Check the whole plan against the call and the policy; raise before anything runs."""
+    violations = [
+        Violation(f"/{name}", f"missing argument {name!r} used by the template", "required")
+        for name in plan.arguments
+        if name not in arguments
+    ]
+    violations += [
+        Violation(f"/{name}", f"the value {problem}", "os-text")
+        for name in plan.arguments
+        if name in arguments and (problem := os_text_problem(arguments[name]))
+    ]
+    if violations:
+        raise ArgumentsError(violations)
+    env = plan_environment(plan, variables, policy)
+    cwd = resolve_directory(plan.working_dir, "/working_dir")
+    search = policy.search_path
+    if search is None:
+        search = tuple(env.get("PATH", BASH_DEFAULT_PATH).split(os.pathsep))
+    for step, command in iter_commands(plan):
+        where = f"/commands/{step}/command"
+        for assignment in command.assignments:
+            check_variable_name(assignment.name, policy, where)
+        if not command.words:
+            continue
+        first = command.words[0]
+        if not word_is_static(first):
+            if policy.allowed_commands is not None:
+                raise CommandError(
+                    "the policy lists the allowed commands, so the program must be written "
+                    "literally, not computed",
+                    where,
+                )
+            continue
+        name = word_text(first)
+        if name in BUILTINS or ("/" in name and not os.path.isabs(name)):
+            continue  # a relative path is resolved where the step has gone by then
+        # A program written literally is checked now; one that is not found is
+        # bash's "command not found" (status 127) at run time, as the template may
+        # create it or change directory first.
+        path = program_path(name, cwd, search)
+        if path is not None and os.path.isfile(path):
+            check_program(path, policy, where, shown=name)
+        elif policy.allowed_commands is not None and name not in policy.allowed_commands:
+            raise CommandError(f"the policy does not allow the command {name!r}", where)
+    return PreparedPlan(plan, arguments, env, cwd, policy)

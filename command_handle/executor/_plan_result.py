@@ -1,0 +1,62 @@
+"""What a plan's steps did. A non-zero status is a result, not an error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["PlanResult", "StepResult"]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step: its merged output as captured, its exit status, and whether the
+    output was cut at the policy's ``max_output``."""
+
+    index: int
+    output: bytes
+    status: int
+    truncated: bool
+    appended: bool
+
+    @property
+    def text(self) -> str:
+        """The output as ``$(...)`` gives it: trailing newlines removed, UTF-8 decoded."""
+        return self.output.rstrip(b"\n").decode("utf-8", "replace")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "index": self.index,
+            "output": self.text,
+            "status": self.status,
+            "truncated": self.truncated,
+            "append_to_final_output": self.appended,
+        }
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """What the steps did. ``output`` joins the appended steps' outputs by newlines
+    and strips the ends, as utcp-cli does. ``timed_out`` means the policy's timeout
+    stopped the plan; ``steps`` then ends with the step that was running."""
+
+    steps: tuple[StepResult, ...]
+    timed_out: bool
+    duration_s: float
+
+    @property
+    def output(self) -> str:
+        joined = b"\n".join(step.output.rstrip(b"\n") for step in self.steps if step.appended)
+        return joined.decode("utf-8", "replace").strip()
+
+    @property
+    def ok(self) -> bool:
+        """The plan finished in time and its last step succeeded."""
+        return not self.timed_out and bool(self.steps) and self.steps[-1].status == 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "output": self.output,
+            "steps": [step.to_json() for step in self.steps],
+            "timed_out": self.timed_out,
+            "duration_s": round(self.duration_s, 6),
+        }
