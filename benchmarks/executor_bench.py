@@ -1,26 +1,34 @@
-"""Per-call cost of running a Command Handle, against baselines in the same run.
+"""Per-call cost of running a Command Handle under trio, asyncio and threads,
+each against the usual way of running the same argv, measured in the same run.
 
 Run: .venv/bin/python benchmarks/executor_bench.py [--quick]
 
-1. A handle running ``/bin/echo hi`` through ``Executor.call`` (validation,
-   evaluation, checks, spawn in a new session, capture, group cleanup).
-2. ``trio.run_process`` on the same argv with captured output.
-3. A floor: ``os.posix_spawn`` + ``os.waitpid``, no pipes.
-4. 1,000 calls at concurrency 16, through the Executor and through
-   ``trio.run_process``.
+Rows (``/bin/echo hi`` through a handle: validation, evaluation, checks,
+spawn in a new session, capture, group cleanup):
 
-Figures are medians of several rounds, in milliseconds per call. The goal is
-the Executor within 1.15x of ``trio.run_process``.
+- trio: ``await Executor.call`` against ``trio.run_process``;
+- asyncio: ``await Executor.call`` against ``asyncio.create_subprocess_exec``
+  plus ``communicate``;
+- sync: ``Executor.call_sync`` against ``subprocess.run``;
+
+each sequentially and concurrently (16 tasks under trio and asyncio, a
+4-thread pool sharing one Executor for sync), and a floor:
+``os.posix_spawn`` + ``os.waitpid`` with no pipes. Rounds are interleaved so
+drift on a shared machine hits both sides alike; figures are medians in
+milliseconds per call. Goals: asyncio within 1.15x, sync within 1.2x, trio
+no worse than before (1.09x).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import statistics
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import trio
 
@@ -37,16 +45,35 @@ HANDLE = CommandHandle.load(
     }
 )
 ARGS = {"word": "hi"}
+EXECUTOR = Executor()
+
+AsyncCall = Callable[[], Awaitable[None]]
 
 
-async def executor_once(executor: Executor) -> None:
-    result = await executor.call(HANDLE, ARGS)
+async def ours_async() -> None:
+    result = await EXECUTOR.call(HANDLE, ARGS)
     assert result.stdout == "hi\n"
 
 
-async def trio_once() -> None:
+async def trio_base() -> None:
     result = await trio.run_process(ARGV, capture_stdout=True, capture_stderr=True, env={})
     assert result.stdout == b"hi\n"
+
+
+async def asyncio_base() -> None:
+    process = await asyncio.create_subprocess_exec(
+        *ARGV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={}
+    )
+    stdout, _ = await process.communicate()
+    assert stdout == b"hi\n"
+
+
+def ours_sync() -> None:
+    assert EXECUTOR.call_sync(HANDLE, ARGS).stdout == "hi\n"
+
+
+def sync_base() -> None:
+    assert subprocess.run(ARGV, capture_output=True, env={}).stdout == b"hi\n"
 
 
 _TO_DEVNULL = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
@@ -57,18 +84,18 @@ def spawn_floor() -> None:
     os.waitpid(pid, 0)
 
 
-async def timed_rounds(fn: Callable[[], Awaitable[None]], rounds: int, number: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(number):
-            await fn()
-        samples.append((time.perf_counter() - start) / number * 1e3)
-    return statistics.median(samples)
+# -- one round of `number` calls, in ms per call -----------------------------------
 
 
-async def concurrent(fn: Callable[[], Awaitable[None]], calls: int, width: int) -> float:
-    limiter = trio.CapacityLimiter(width)
+async def _sequential(fn: AsyncCall, number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        await fn()
+    return (time.perf_counter() - start) / number * 1e3
+
+
+async def _trio_wide(fn: AsyncCall, number: int) -> float:
+    limiter = trio.CapacityLimiter(16)
 
     async def one() -> None:
         async with limiter:
@@ -76,43 +103,104 @@ async def concurrent(fn: Callable[[], Awaitable[None]], calls: int, width: int) 
 
     start = time.perf_counter()
     async with trio.open_nursery() as nursery:
-        for _ in range(calls):
-            nursery.start_soon(one)
-    return time.perf_counter() - start
-
-
-async def main(quick: bool) -> None:
-    rounds, number, calls = (3, 50, 200) if quick else (7, 200, 1000)
-    executor = Executor()
-    for _ in range(20):  # warm up caches and the page cache
-        await executor_once(executor)
-        await trio_once()
-    # Interleave the rounds so drift on a shared machine hits both alike.
-    ours_samples, trio_samples, floor_samples = [], [], []
-    for _ in range(rounds):
-        ours_samples.append(await timed_rounds(lambda: executor_once(executor), 1, number))
-        trio_samples.append(await timed_rounds(trio_once, 1, number))
-        start = time.perf_counter()
         for _ in range(number):
-            spawn_floor()
-        floor_samples.append((time.perf_counter() - start) / number * 1e3)
-    ours, base, floor = (statistics.median(s) for s in (ours_samples, trio_samples, floor_samples))
-    print(f"{'one call, /bin/echo hi':<44} {'median ms':>10}")
-    print(f"{'Executor.call (handle)':<44} {ours:>10.3f}")
-    print(f"{'trio.run_process (same argv)':<44} {base:>10.3f}")
-    print(f"{'os.posix_spawn + waitpid (floor)':<44} {floor:>10.3f}")
-    print(f"ratio Executor / trio.run_process: {ours / base:.3f} (goal <= 1.15)")
+            nursery.start_soon(one)
+    return (time.perf_counter() - start) / number * 1e3
 
-    ours_total = await concurrent(lambda: executor_once(Executor()), calls, 16)
-    shared = Executor()
-    shared_total = await concurrent(lambda: executor_once(shared), calls, 16)
-    base_total = await concurrent(trio_once, calls, 16)
-    print(f"{calls} calls at concurrency 16:")
+
+async def _asyncio_wide(fn: AsyncCall, number: int) -> float:
+    semaphore = asyncio.Semaphore(16)
+
+    async def one() -> None:
+        async with semaphore:
+            await fn()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(number)))
+    return (time.perf_counter() - start) / number * 1e3
+
+
+def _sync_sequential(fn: Callable[[], None], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number * 1e3
+
+
+def _threads(fn: Callable[[], None], number: int) -> float:
+    with ThreadPoolExecutor(4) as pool:
+        start = time.perf_counter()
+        for future in [pool.submit(fn) for _ in range(number)]:
+            future.result()
+        return (time.perf_counter() - start) / number * 1e3
+
+
+ROWS: list[tuple[str, str, Callable[[int], float], Callable[[int], float], float]] = [
+    (
+        "trio, sequential",
+        "trio.run_process",
+        lambda n: trio.run(_sequential, ours_async, n),
+        lambda n: trio.run(_sequential, trio_base, n),
+        1.15,
+    ),
+    (
+        "trio, 16 concurrent",
+        "trio.run_process",
+        lambda n: trio.run(_trio_wide, ours_async, n),
+        lambda n: trio.run(_trio_wide, trio_base, n),
+        1.15,
+    ),
+    (
+        "asyncio, sequential",
+        "create_subprocess_exec",
+        lambda n: asyncio.run(_sequential(ours_async, n)),
+        lambda n: asyncio.run(_sequential(asyncio_base, n)),
+        1.15,
+    ),
+    (
+        "asyncio, 16 concurrent",
+        "create_subprocess_exec",
+        lambda n: asyncio.run(_asyncio_wide(ours_async, n)),
+        lambda n: asyncio.run(_asyncio_wide(asyncio_base, n)),
+        1.15,
+    ),
+    (
+        "sync, sequential",
+        "subprocess.run",
+        lambda n: _sync_sequential(ours_sync, n),
+        lambda n: _sync_sequential(sync_base, n),
+        1.2,
+    ),
+    (
+        "sync, 4 threads, one Executor",
+        "subprocess.run",
+        lambda n: _threads(ours_sync, n),
+        lambda n: _threads(sync_base, n),
+        1.2,
+    ),
+]
+
+
+def main(quick: bool) -> None:
+    rounds, number = (3, 40) if quick else (7, 200)
+    for _, _, ours, base, _ in ROWS:  # warm up caches and the page cache
+        ours(10)
+        base(10)
     print(
-        f"  Executor (one shared)      {shared_total:7.2f} s  {calls / shared_total:7.0f} calls/s"
+        f"{'/bin/echo hi, ms per call (median)':<32} {'ours':>8} {'baseline':>9} "
+        f"{'ratio':>6} {'goal':>5}  baseline"
     )
-    print(f"  Executor (one per call)    {ours_total:7.2f} s  {calls / ours_total:7.0f} calls/s")
-    print(f"  trio.run_process           {base_total:7.2f} s  {calls / base_total:7.0f} calls/s")
+    for name, base_name, ours, base, goal in ROWS:
+        ours_samples, base_samples = [], []
+        for _ in range(rounds):
+            ours_samples.append(ours(number))
+            base_samples.append(base(number))
+        mine, theirs = statistics.median(ours_samples), statistics.median(base_samples)
+        print(
+            f"{name:<32} {mine:>8.3f} {theirs:>9.3f} {mine / theirs:>6.3f} {goal:>5.2f}  {base_name}"
+        )
+    floor = statistics.median(_sync_sequential(spawn_floor, number) for _ in range(rounds))
+    print(f"{'floor: posix_spawn + waitpid':<32} {floor:>8.3f}")
 
 
 if __name__ == "__main__":
@@ -120,4 +208,4 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke test)")
     options = parser.parse_args()
     assert subprocess.run(ARGV, capture_output=True, check=True).stdout == b"hi\n"
-    trio.run(main, options.quick)
+    main(options.quick)

@@ -37,6 +37,11 @@ class Capture:
         data = bytes(self.buffer)
         if encoding == "binary":
             return data, False
+        if not self.truncated:
+            try:
+                return data.decode(encoding), False
+            except UnicodeDecodeError:
+                return data.decode(encoding, "replace"), True
         decoder = codecs.getincrementaldecoder(encoding)("strict")
         try:
             return decoder.decode(data, final=not self.truncated), False

@@ -10,13 +10,12 @@ waits while it kills the child's group, then re-raises.
 
 from __future__ import annotations
 
-import select
 from collections.abc import Awaitable, Callable, Generator
 from typing import TypeVar
 
 import anyio
 
-from ._supervise import Abort, Deliver, Request, Wait
+from ._supervise import Abort, Deliver, Events, Request, Wait
 
 __all__ = ["ChunkCallback", "drive", "drive_sync"]
 
@@ -24,31 +23,29 @@ T = TypeVar("T")
 ChunkCallback = Callable[[str, bytes], Awaitable[None]]
 
 
-def _poll(request: Wait) -> None:
-    poller = select.poll()
-    poller.register(request.fd, select.POLLIN)
-    poller.poll(None if request.timeout is None else max(0, int(request.timeout * 1000) + 1))
+def _poll(request: Request) -> Events:
+    if not isinstance(request, Wait):
+        return None
+    return request.poller.poll(-1 if request.timeout is None else max(0.0, request.timeout))
 
 
-def drive_sync(supervisor: Generator[Request, None, T]) -> T:
-    """Run ``supervisor`` in this thread. Streaming requests are not expected."""
+def drive_sync(supervisor: Generator[Request, Events, T]) -> T:
+    """Run ``supervisor`` in this thread, blocking in its epoll. Streaming
+    requests are not expected."""
     try:
         request = next(supervisor)
         while True:
             try:
-                if isinstance(request, Wait):
-                    _poll(request)
+                events = _poll(request)
             except BaseException:  # KeyboardInterrupt, or a signal handler's exception
                 try:
                     request = supervisor.throw(Abort())
                     while True:
-                        if isinstance(request, Wait):
-                            _poll(request)
-                        request = next(supervisor)
+                        request = supervisor.send(_poll(request))
                 except StopIteration:
                     pass  # the child is dead and reaped
                 raise
-            request = next(supervisor)
+            request = supervisor.send(events)
     except StopIteration as stop:
         value: T = stop.value
         return value
@@ -65,7 +62,7 @@ async def _wait(request: Wait) -> None:
 
 
 async def drive(
-    supervisor: Generator[Request, None, T], on_chunk: ChunkCallback | None = None
+    supervisor: Generator[Request, Events, T], on_chunk: ChunkCallback | None = None
 ) -> T:
     """Run ``supervisor`` under the running event loop (trio or asyncio)."""
     try:

@@ -29,7 +29,7 @@ from ._capture import Capture
 from ._drive import ChunkCallback, drive, drive_sync
 from ._result import CommandResult
 from ._spawn import launch
-from ._supervise import Outcome, Output, Request, supervise
+from ._supervise import Events, Outcome, Output, Request, supervise
 
 __all__ = [
     "RESOURCE_ERRNOS",
@@ -92,7 +92,7 @@ class _HandleRun:
         self.started = time.monotonic()
         self.captures: dict[str, Capture] = {}
 
-    def start(self, stream: bool) -> Generator[Request, None, Outcome]:
+    def start(self, stream: bool) -> Generator[Request, Events, Outcome]:
         """Create the pipes and launch; raises LaunchError with nothing left open."""
         inv = self.invocation
         ours: list[int] = []  # our ends, handed to the supervisor on success

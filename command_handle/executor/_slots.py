@@ -62,15 +62,15 @@ class Slots:
         self.release()
 
     def acquire_sync(self) -> None:
-        event = threading.Event()
-
-        def wake() -> bool:
-            event.set()
-            return True
-
         with self._lock:
             if self._take():
                 return
+            event = threading.Event()
+
+            def wake() -> bool:
+                event.set()
+                return True
+
             waiter = _Waiter(wake)
             self._waiters.append(waiter)
         try:

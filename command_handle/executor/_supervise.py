@@ -34,10 +34,16 @@ READ_SIZE = 65536
 
 @dataclass(frozen=True, slots=True)
 class Wait:
-    """Wake the generator when ``fd`` is readable or ``timeout`` seconds pass (None: no limit)."""
+    """Wake the generator when ``poller`` (an epoll object, readable as ``fd``) has
+    events, or ``timeout`` seconds pass (None: no limit). A driver that can block
+    may poll it itself and send the events back; one that cannot sends None."""
 
-    fd: int
+    poller: select.epoll
     timeout: float | None
+
+    @property
+    def fd(self) -> int:
+        return self.poller.fileno()
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +55,7 @@ class Deliver:
 
 
 Request = Wait | Deliver
+Events = list[tuple[int, int]] | None  # what a driver sends back for a Wait
 
 
 class Abort(Exception):
@@ -101,7 +108,7 @@ def supervise(
     timeout: float | None,
     grace: float,
     stream: bool = False,
-) -> Generator[Request, None, Outcome]:
+) -> Generator[Request, Events, Outcome]:
     """Run ``child`` to its end; own and close ``outputs``' and ``stdin_fd``'s descriptors.
 
     ``timeout`` (seconds, None for none) starts the kill sequence; after the
@@ -116,10 +123,12 @@ def supervise(
     limit = None if timeout is None else time.monotonic() + timeout
     terminating = False
     exited_at: float | None = None
+    started = False
     try:
         poller.register(child.exit_fd, select.EPOLLIN)
         for fd in readers:
-            os.set_blocking(fd, False)
+            # Left blocking: a pipe is read only once epoll reports it readable, and
+            # then one read returns at once (that saves two fcntl calls per pipe).
             poller.register(fd, select.EPOLLIN)
         if feeding:
             if pending:
@@ -142,15 +151,17 @@ def supervise(
                     child.kill_group()
                     limit = None  # SIGKILL cannot be ignored: wait for the exit
                 continue
-            events = poller.poll(0)
+            # Right after the launch nothing is ready yet: wait at once.
+            events = poller.poll(0) if started else []
+            started = True
             if not events:
                 try:
-                    yield Wait(poller.fileno(), None if limit is None else limit - now)
+                    polled = yield Wait(poller, None if limit is None else limit - now)
                 except Abort:
                     aborted, stream = True, False
                     limit, terminating = _kill_now(child, grace, exited_at, terminating, limit)
                     continue
-                events = poller.poll(0)
+                events = poller.poll(0) if polled is None else polled
             for fd, _ in events:
                 if fd == child.exit_fd:
                     poller.unregister(fd)
@@ -167,8 +178,6 @@ def supervise(
                 elif fd in readers:
                     try:
                         chunk = os.read(fd, READ_SIZE)
-                    except BlockingIOError:
-                        continue
                     except OSError:
                         chunk = b""
                     if not chunk:

@@ -144,6 +144,7 @@ class CommandHandle(BaseModel):
                 self._templates[name] = _compile(value, f"/{name}")
         if self.io is not None and self.io.stdin is not None:
             self._stdin = _compile(self.io.stdin, "/io/stdin")
+            self._templates["io/stdin"] = self._stdin
         return self
 
     # -- loading -------------------------------------------------------------
@@ -170,8 +171,9 @@ class CommandHandle(BaseModel):
         """Step 1: the arguments against ``parameters``; every violation is reported."""
         check_arguments(self._validator, args)
 
-    def _evaluate(self, name: str, args: object) -> object:
-        template = self._stdin if name == "io/stdin" else self._templates.get(name)
+    @staticmethod
+    def _evaluate(templates: dict[str, Template], name: str, args: object) -> object:
+        template = templates.get(name)
         if template is None:
             return UNDEFINED
         try:
@@ -186,10 +188,11 @@ class CommandHandle(BaseModel):
         policy = policy or Policy()
         args = {} if args is None else args
         self.validate_arguments(args)
-        command = self._evaluate("command", args)
+        templates = self._templates  # one lookup: pydantic's private attributes are slow
+        command = self._evaluate(templates, "command", args)
         if not isinstance(command, str):
             raise TemplateEvaluationError("command must evaluate to a string", "/command")
-        arguments = self._evaluate("arguments", args)
+        arguments = self._evaluate(templates, "arguments", args)
         if arguments is UNDEFINED or arguments is None:
             argv: list[str] = []
         elif isinstance(arguments, str):
@@ -202,17 +205,17 @@ class CommandHandle(BaseModel):
                 '(use {"$encode": "args", ...} to build tokens from other values)',
                 "/arguments",
             )
-        directory = self._evaluate("directory", args)
+        directory = self._evaluate(templates, "directory", args)
         if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
         cwd = resolve_directory(directory if isinstance(directory, str) else None)
         program = resolve_command(command, cwd, policy, shown=self._written_command())
-        environment = self._evaluate("environment", args)
+        environment = self._evaluate(templates, "environment", args)
         env = resolve_environment(None if environment is UNDEFINED else environment, policy)
         stdin: bytes | None = None
         io = self.io or IoSpec()
-        if self._stdin is not None:
-            value = self._evaluate("io/stdin", args)
+        if "io/stdin" in templates:
+            value = self._evaluate(templates, "io/stdin", args)
             if isinstance(value, str):
                 codec = "utf-8" if io.encoding == "binary" else io.encoding
                 try:
@@ -257,7 +260,7 @@ class CommandHandle(BaseModel):
 
     @property
     def has_result_template(self) -> bool:
-        return "result" in self._templates
+        return self.result is not None
 
     def shape_result(self, result_json: dict[str, Any]) -> object:
         """What the model sees: the ``result`` template over the result, or None
