@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonschema
-import jsonschema.validators
-import referencing.exceptions
-
+from .. import _jsonschema
 from .._json import NonJSONValueError, stringify
 from ._context import EvalContext
 from ._errors import EvaluationError, TemplateSyntaxError
@@ -24,11 +21,18 @@ from ._values import UNDEFINED
 __all__ = ["SchemaCheck"]
 
 
+def _unresolvable() -> type[Exception]:
+    import referencing.exceptions  # loaded with jsonschema, on first use
+
+    return referencing.exceptions.Unresolvable
+
+
 def _build(schema: object, format_assertion: bool) -> Any:
     if not isinstance(schema, dict | bool):
         raise ValueError("a JSON Schema is an object or a boolean")
+    jsonschema = _jsonschema.load()
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)  # type: ignore[arg-type]  # boolean schemas are valid too
+    cls.check_schema(schema)  # boolean schemas are valid too
     checker = cls.FORMAT_CHECKER if format_assertion else None
     return cls(schema, format_checker=checker)
 
@@ -36,7 +40,7 @@ def _build(schema: object, format_assertion: bool) -> Any:
 def _schema_problem(exc: Exception) -> str:
     # jsonschema's own message quotes the offending value, which may come from the
     # arguments; name the location and the metaschema keyword instead.
-    if isinstance(exc, jsonschema.SchemaError):
+    if isinstance(exc, _jsonschema.load().SchemaError):
         where = "/" + "/".join(str(p) for p in exc.path) if exc.path else "its root"
         return f"invalid JSON Schema at {where}: fails the metaschema's {exc.validator!r} rule"
     return f"invalid JSON Schema: {exc}"
@@ -56,7 +60,7 @@ class SchemaCheck:
         if isinstance(node, Constant):
             try:
                 self._validator = _build(node.value, format_assertion)
-            except (jsonschema.SchemaError, ValueError) as exc:
+            except (_jsonschema.load().SchemaError, ValueError) as exc:
                 raise TemplateSyntaxError(_schema_problem(exc), pointer) from None
 
     def _runtime_validator(self, ctx: EvalContext) -> Any:
@@ -69,7 +73,7 @@ class SchemaCheck:
         if validator is None:
             try:
                 validator = _build(schema, self._format_assertion)
-            except (jsonschema.SchemaError, ValueError) as exc:
+            except (_jsonschema.load().SchemaError, ValueError) as exc:
                 raise EvaluationError(_schema_problem(exc), self.pointer) from None
             if len(self._cache) < 64:
                 self._cache[key] = validator
@@ -81,7 +85,7 @@ class SchemaCheck:
             return False  # an Undefined Value is not a JSON instance
         try:
             return bool(validator.is_valid(instance))
-        except referencing.exceptions.Unresolvable:
+        except _unresolvable():
             raise EvaluationError(
                 "the schema has a $ref that cannot be resolved", self.pointer
             ) from None

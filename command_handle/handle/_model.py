@@ -8,7 +8,6 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-import jsonschema
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -19,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from .. import _json, form
+from .. import _json, _jsonschema, form
 from .._documents import read_document
 from ..errors import ArgumentsError, HandleLoadError, TemplateEvaluationError, Violation
 from ..form import UNDEFINED, FormError, Template
@@ -126,6 +125,7 @@ class CommandHandle(BaseModel):
             )
         if self.parameters.get("type") != "object":
             raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
+        jsonschema = _jsonschema.load()
         try:
             jsonschema.Draft202012Validator.check_schema(self.parameters)
         except jsonschema.SchemaError as exc:
@@ -342,7 +342,7 @@ _COUNTS = {
 _NAMES_ONLY = frozenset({"required", "dependentRequired", "additionalProperties"})
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: Any) -> str:
     """What the schema wanted, in words built from the schema alone.
 
     jsonschema's own messages quote the offending value, and an argument may
@@ -351,7 +351,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
     keyword = str(error.validator)
     expected = error.validator_value
     if keyword in _NAMES_ONLY:
-        return error.message
+        return str(error.message)
     if keyword == "type":
         types = expected if isinstance(expected, list) else [expected]
         return "must be of type " + " or ".join(str(t) for t in types)

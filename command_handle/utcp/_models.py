@@ -7,7 +7,6 @@ import os
 import uuid
 from typing import Any, Literal
 
-import jsonschema
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -18,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from .. import _jsonschema
 from .._documents import read_document
 from ..errors import HandleLoadError
 from ..handle import check_arguments
@@ -106,6 +106,7 @@ class UtcpTool(BaseModel):
     @field_validator("inputs", "outputs")
     @classmethod
     def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        jsonschema = _jsonschema.load()
         try:
             jsonschema.Draft202012Validator.check_schema(value)
         except jsonschema.SchemaError as exc:
@@ -117,7 +118,7 @@ class UtcpTool(BaseModel):
     def _one_template(self) -> UtcpTool:
         if (self.tool_call_template is None) == (self.tool_provider is None):
             raise ValueError("give exactly one of tool_call_template or tool_provider")
-        self._validator = jsonschema.Draft202012Validator(self.inputs)
+        self._validator = _jsonschema.load().Draft202012Validator(self.inputs)
         return self
 
     @property
