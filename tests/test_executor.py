@@ -30,20 +30,21 @@ from command_handle import (
 from command_handle.args import ArgsError
 from command_handle.form import escape
 
+from .conftest import Run
 from .processes import PROBE, PY, ROOT, alive, probe_handle, python_handle, report
 
 
-def test_parent_secret_never_reaches_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parent_secret_never_reaches_the_child(monkeypatch: pytest.MonkeyPatch, run: Run) -> None:
     monkeypatch.setenv("CH_TEST_SECRET", "hunter2")
     executor = Executor()
-    assert report(executor.call_sync(probe_handle(), {"words": []}))["env"] == {}
+    assert report(run(executor, probe_handle(), {"words": []}))["env"] == {}
     given = probe_handle(environment={"ONLY": "this"})
-    assert report(executor.call_sync(given, {}))["env"] == {"ONLY": "this"}
+    assert report(run(executor, given, {}))["env"] == {"ONLY": "this"}
     inheriting = Executor(Policy(inherit_environment=("CH_TEST_SECRET", "CH_NOT_SET")))
-    assert report(inheriting.call_sync(probe_handle(), {}))["env"] == {"CH_TEST_SECRET": "hunter2"}
+    assert report(run(inheriting, probe_handle(), {}))["env"] == {"CH_TEST_SECRET": "hunter2"}
 
 
-def test_refused_calls_spawn_nothing(tmp_path: Path) -> None:
+def test_refused_calls_spawn_nothing(tmp_path: Path, run: Run) -> None:
     executor = Executor()
     typed = probe_handle(parameters={"type": "object", "properties": {"n": {"type": "integer"}}})
     refusals: list[tuple[CommandHandle, dict[str, Any], type[HandleError]]] = [
@@ -59,11 +60,11 @@ def test_refused_calls_spawn_nothing(tmp_path: Path) -> None:
     ]
     for handle, args, error in refusals:
         with pytest.raises(error) as info:
-            executor.call_sync(handle, args)
+            run(executor, handle, args)
         assert info.value.pointer, info.value
     assert executor.spawned == 0
     try:
-        executor.call_sync(refusals[-1][0], refusals[-1][1])
+        run(executor, refusals[-1][0], refusals[-1][1])
     except TemplateEvaluationError as exc:
         assert isinstance(exc.form_error, ArgsError) and exc.form_error.token == "-rf"
 
@@ -85,7 +86,7 @@ def test_every_argument_violation_is_reported() -> None:
     assert pointers == ["", "/a", "/b/1"]
 
 
-def test_command_checks(tmp_path: Path) -> None:
+def test_command_checks(tmp_path: Path, run: Run) -> None:
     script = tmp_path / "tool.sh"
     script.write_text('#!/bin/sh\necho from-script "$@"\n')
     policy = Policy()
@@ -101,7 +102,7 @@ def test_command_checks(tmp_path: Path) -> None:
             "arguments": ["x"],
         }
     )
-    result = Executor().call_sync(relative)
+    result = run(Executor(), relative)
     assert result.stdout == "from-script x\n"
     assert result.argv[0] == str(script)
     # A bare name is looked up in the policy's search path, absolute entries only.
@@ -117,7 +118,7 @@ def test_command_checks(tmp_path: Path) -> None:
     )
 
 
-def test_setuid_executables_need_the_policy(tmp_path: Path) -> None:
+def test_setuid_executables_need_the_policy(tmp_path: Path, run: Run) -> None:
     copy = tmp_path / "true-copy"
     shutil.copy(shutil.which("true") or "/bin/true", copy)
     copy.chmod(0o755 | stat.S_ISUID)
@@ -126,10 +127,10 @@ def test_setuid_executables_need_the_policy(tmp_path: Path) -> None:
     handle = CommandHandle.load({"name": "t", "handle": "command", "command": str(copy)})
     with pytest.raises(CommandError, match="set-user-ID"):
         handle.render({})
-    assert Executor(Policy(allow_setuid=True)).call_sync(handle).exit_code == 0
+    assert run(Executor(Policy(allow_setuid=True)), handle).exit_code == 0
 
 
-def test_timeout_kills_the_whole_process_tree() -> None:
+def test_timeout_kills_the_whole_process_tree(run: Run) -> None:
     code = (
         "import subprocess, sys, time\n"
         "kids = [subprocess.Popen(['sleep', '300']) for _ in range(3)]\n"
@@ -137,7 +138,7 @@ def test_timeout_kills_the_whole_process_tree() -> None:
         "time.sleep(300)\n"
     )
     started = time.monotonic()
-    result = Executor().call_sync(python_handle(code, timeout=1.0))
+    result = run(Executor(), python_handle(code, timeout=1.0))
     assert result.timed_out and result.signal == signal.SIGTERM
     assert time.monotonic() - started < 10
     pids = [int(p) for p in str(result.stdout).split()]
@@ -148,20 +149,20 @@ def test_timeout_kills_the_whole_process_tree() -> None:
     assert not any(alive(pid) for pid in pids)
 
 
-def test_sigterm_ignoring_child_gets_sigkill_after_grace() -> None:
+def test_sigterm_ignoring_child_gets_sigkill_after_grace(run: Run) -> None:
     code = (
         "import signal, time\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "print('ready', flush=True)\n"
         "time.sleep(300)\n"
     )
-    result = Executor(Policy(kill_grace=0.5)).call_sync(python_handle(code, timeout=0.5))
+    result = run(Executor(Policy(kill_grace=0.5)), python_handle(code, timeout=0.5))
     assert result.timed_out and result.signal == signal.SIGKILL
 
 
-def test_descendants_left_behind_are_killed_when_the_child_exits() -> None:
+def test_descendants_left_behind_are_killed_when_the_child_exits(run: Run) -> None:
     code = "import subprocess\np = subprocess.Popen(['sleep', '300'])\nprint(p.pid, flush=True)\n"
-    result = Executor().call_sync(python_handle(code))
+    result = run(Executor(), python_handle(code))
     assert result.exit_code == 0 and not result.timed_out
     pid = int(str(result.stdout))
     deadline = time.monotonic() + 5
@@ -170,7 +171,7 @@ def test_descendants_left_behind_are_killed_when_the_child_exits() -> None:
     assert not alive(pid)
 
 
-def test_a_gibibyte_of_output_stays_within_the_cap() -> None:
+def test_a_gibibyte_of_output_stays_within_the_cap(run: Run) -> None:
     handle = CommandHandle.load(
         {
             "name": "zeros",
@@ -181,7 +182,7 @@ def test_a_gibibyte_of_output_stays_within_the_cap() -> None:
         }
     )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = Executor().call_sync(handle)
+    result = run(Executor(), handle)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert result.exit_code == 0
     assert result.stdout_truncated and not result.stderr_truncated
@@ -189,26 +190,28 @@ def test_a_gibibyte_of_output_stays_within_the_cap() -> None:
     assert grown_kib < 64 * 1024  # far below the 1 GiB that went through the pipe
 
 
-def test_invalid_utf8_is_replaced_and_reported() -> None:
-    result = Executor().call_sync(
-        python_handle("import sys; sys.stdout.buffer.write(b'ok \\xff\\xfe end')")
+def test_invalid_utf8_is_replaced_and_reported(run: Run) -> None:
+    result = run(
+        Executor(), python_handle("import sys; sys.stdout.buffer.write(b'ok \\xff\\xfe end')")
     )
     assert result.stdout == "ok \ufffd\ufffd end" and result.stdout_replaced
-    binary = Executor().call_sync(
+    binary = run(
+        Executor(),
         python_handle(
             "import sys; sys.stdout.buffer.write(b'\\x00\\xff')", io={"encoding": "binary"}
-        )
+        ),
     )
     assert binary.stdout == b"\x00\xff" and binary.to_json()["stdout"] == "AP8="
-    latin = Executor().call_sync(
+    latin = run(
+        Executor(),
         python_handle(
             "import sys; sys.stdout.buffer.write(b'caf\\xe9')", io={"encoding": "latin-1"}
-        )
+        ),
     )
     assert latin.stdout == "café" and not latin.stdout_replaced
 
 
-def test_a_child_that_never_reads_a_large_stdin_does_not_deadlock() -> None:
+def test_a_child_that_never_reads_a_large_stdin_does_not_deadlock(run: Run) -> None:
     handle = CommandHandle.load(
         {
             "name": "t",
@@ -218,39 +221,39 @@ def test_a_child_that_never_reads_a_large_stdin_does_not_deadlock() -> None:
             "parameters": {"type": "object"},
         }
     )
-    result = Executor().call_sync(handle, {"big": "x" * (8 << 20)})
+    result = run(Executor(), handle, {"big": "x" * (8 << 20)})
     assert result.exit_code == 0 and not result.timed_out
     echo = probe_handle(io={"stdin": {"$": "big"}})
-    assert len(report(Executor().call_sync(echo, {"big": "y" * (4 << 20)}))["stdin"]) == 4 << 20
+    assert len(report(run(Executor(), echo, {"big": "y" * (4 << 20)}))["stdin"]) == 4 << 20
 
 
-def test_heavy_output_on_both_streams_at_once() -> None:
+def test_heavy_output_on_both_streams_at_once(run: Run) -> None:
     code = (
         "import sys\n"
         "for _ in range(2000):\n"
         "    sys.stdout.write('o' * 1000); sys.stderr.write('e' * 1000)\n"
     )
-    result = Executor().call_sync(python_handle(code, timeout=30))
+    result = run(Executor(), python_handle(code, timeout=30))
     assert result.exit_code == 0
     assert len(str(result.stdout)) == len(str(result.stderr)) == 2_000_000
 
 
-def test_signals_are_results() -> None:
-    killed = Executor().call_sync(
-        python_handle("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+def test_signals_are_results(run: Run) -> None:
+    killed = run(
+        Executor(), python_handle("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     )
     assert (
         killed.exit_code is None
         and killed.signal == signal.SIGKILL
         and killed.signal_name == "SIGKILL"
     )
-    failed = Executor().call_sync(python_handle("import sys; sys.exit(7)"))
+    failed = run(Executor(), python_handle("import sys; sys.exit(7)"))
     assert failed.exit_code == 7 and failed.signal is None and not failed.ok
 
 
-def test_stream_modes(tmp_path: Path) -> None:
-    quiet = Executor().call_sync(
-        python_handle("print('x')", io={"stdout": "ignore", "stderr": "ignore"})
+def test_stream_modes(tmp_path: Path, run: Run) -> None:
+    quiet = run(
+        Executor(), python_handle("print('x')", io={"stdout": "ignore", "stderr": "ignore"})
     )
     assert quiet.stdout is None and quiet.stderr is None and quiet.exit_code == 0
 

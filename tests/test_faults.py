@@ -227,6 +227,9 @@ def unprivileged(scenario: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         code = 1
         try:
             os.close(read_end)
+            # The checkout may sit in a directory only root can enter (mktemp -d):
+            # work from / so that nothing depends on where the tests live.
+            os.chdir("/")
             if os.geteuid() == 0:
                 os.setgroups([])
                 os.setgid(65534)
