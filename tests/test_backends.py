@@ -350,7 +350,7 @@ def test_a_policy_refuses_values_of_the_wrong_kind(field: str, value: object, er
 
 
 def test_a_policy_takes_any_sequence_of_names() -> None:
-    policy = Policy(allow_environment=["NODE_*"], allowed_commands={"grep"}, timeout=5)
+    policy = Policy(allow_environment=["NODE_*"], allowed_commands={"grep"}, timeout=5)  # type: ignore[arg-type]
     assert policy.allow_environment == ("NODE_*",)
     assert policy.allowed_commands == frozenset({"grep"})
     assert policy.timeout == 5.0

@@ -259,9 +259,14 @@ class Encoder:
 
     def _charset_error(self, token: Token, part: str, bad: int, index: int) -> ArgsError:
         char = part[bad]
-        shown = token.text if len(token.text) <= 60 else token.text[:57] + "..."
+        # A token written in the template is quoted to help its author; one from the
+        # arguments is not, since it may be a secret.
+        if token.data:
+            shown = "(from the arguments)"
+        else:
+            shown = repr(token.text if len(token.text) <= 60 else token.text[:57] + "...")
         return ArgsError(
-            f"argument token {index} {shown!r} contains {char!r} (U+{ord(char):04X}), which "
+            f"argument token {index} {shown} contains {char!r} (U+{ord(char):04X}), which "
             f"the {self.charset!r} character policy forbids"
             + (
                 ' (use $charset: "argv" to allow any character but NUL)'

@@ -51,7 +51,8 @@ class Base64Encoding:
                 data = value.encode("utf-8", "surrogatepass")
             else:
                 try:
-                    data = _json.stringify(value, None, ctx.limits.max_data_depth).encode()
+                    text = _json.stringify(value, None, ctx.limits.max_data_depth)
+                    data = text.encode("utf-8", "surrogatepass")  # as for a string value
                 except _json.NonJSONValueError as exc:
                     raise EvaluationError(f"base64 encoding: {exc}", pointer) from None
                 except RecursionError:
