@@ -196,9 +196,8 @@ def main(quick: bool) -> None:
             ours_samples.append(ours(number))
             base_samples.append(base(number))
         mine, theirs = statistics.median(ours_samples), statistics.median(base_samples)
-        print(
-            f"{name:<32} {mine:>8.3f} {theirs:>9.3f} {mine / theirs:>6.3f} {goal:>5.2f}  {base_name}"
-        )
+        ratio = mine / theirs
+        print(f"{name:<32} {mine:>8.3f} {theirs:>9.3f} {ratio:>6.3f} {goal:>5.2f}  {base_name}")
     floor = statistics.median(_sync_sequential(spawn_floor, number) for _ in range(rounds))
     print(f"{'floor: posix_spawn + waitpid':<32} {floor:>8.3f}")
 
