@@ -259,3 +259,32 @@ def test_a_template_that_reuses_itself_exponentially_is_refused_at_compile_time(
     tracemalloc.stop()
     assert peak < 64 * 1024 * 1024
     assert form.Limits().max_nodes == 100_000
+
+
+def test_an_application_adds_a_directive_and_a_transform_to_its_own_registry() -> None:
+    """The extension API (``form.extend``) is enough to write a directive."""
+    from command_handle.form import DEFAULT_REGISTRY, TemplateSyntaxError, compile_template, extend
+
+    class TicketDirective:  # a modifier: checked at compile time, never in the output
+        name = "$ticket"
+        category = "modifier"
+
+        def check(self, value: object, pointer: str) -> None:
+            if not (isinstance(value, str) and value.startswith("OPS-")):
+                raise TemplateSyntaxError("$ticket must name an OPS ticket", pointer)
+
+    registry = DEFAULT_REGISTRY.copy()
+    registry.add_directive(TicketDirective())
+    registry.add_transform("shout", lambda value: str(value).upper())
+    template = compile_template(
+        {"$ticket": "OPS-7", "greeting": {"$": "name | shout"}}, registry=registry
+    )
+    assert template.evaluate({"name": "ana"}) == {"greeting": "ANA"}
+    with pytest.raises(TemplateSyntaxError, match="OPS ticket") as caught:
+        compile_template({"$ticket": 7}, registry=registry)
+    assert caught.value.pointer == "/$ticket"
+    # The default registry is untouched.
+    with pytest.raises(TemplateSyntaxError):
+        compile_template({"$ticket": "OPS-7"})
+    assert extend.json_pointer.child("/a", "b/c") == "/a/b~1c"
+    assert extend.is_data(extend.mark("x")) and not extend.is_data("x")
