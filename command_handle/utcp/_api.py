@@ -176,14 +176,21 @@ class _Prepared:
     invocation: Invocation | None
 
 
-def _prepare(source: Source, args: Mapping[str, Any] | None, policy: Policy) -> _Prepared:
+def _prepare(
+    source: Source,
+    args: Mapping[str, Any] | None,
+    variables: Mapping[str, str] | None,
+    policy: Policy,
+) -> _Prepared:
+    """Validate the call and build what runs: a plan with its arguments' text, or
+    a legacy provider's one checked invocation. Raises before anything runs."""
     args = dict(args or {})
     template = _template(source)
     if isinstance(template, UtcpTool):
         template.validate_arguments(args)
     plan = translate(template)
     if plan.mode == "legacy":
-        return _Prepared(plan, {}, None)
+        return _Prepared(plan, {}, _legacy_invocation(plan, args, variables or {}, policy))
     return _Prepared(plan, render_arguments(plan.arguments, args), None)
 
 
@@ -235,12 +242,9 @@ async def run(
     (against a tool's ``inputs``, and for every placeholder) before anything runs.
     """
     executor = executor or Executor(policy)
-    prepared = _prepare(source, args, executor.policy)
-    if prepared.plan.mode == "legacy":
-        invocation = _legacy_invocation(
-            prepared.plan, dict(args or {}), variables or {}, executor.policy
-        )
-        return _legacy_result(await executor.run(invocation))
+    prepared = _prepare(source, args, variables, executor.policy)
+    if prepared.invocation is not None:
+        return _legacy_result(await executor.run(prepared.invocation))
     return await executor.run_plan(prepared.plan, prepared.arguments, variables)
 
 
@@ -254,12 +258,9 @@ def run_sync(
 ) -> PlanResult:
     """Blocking form of :func:`run`, for threads."""
     executor = executor or Executor(policy)
-    prepared = _prepare(source, args, executor.policy)
-    if prepared.plan.mode == "legacy":
-        invocation = _legacy_invocation(
-            prepared.plan, dict(args or {}), variables or {}, executor.policy
-        )
-        return _legacy_result(executor.run_sync(invocation))
+    prepared = _prepare(source, args, variables, executor.policy)
+    if prepared.invocation is not None:
+        return _legacy_result(executor.run_sync(prepared.invocation))
     return executor.run_plan_sync(prepared.plan, prepared.arguments, variables)
 
 
