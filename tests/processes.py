@@ -41,6 +41,25 @@ def python_handle(code: str, **fields: Any) -> CommandHandle:
     return CommandHandle.load(document)
 
 
+def python_handle_with_argv(code: str, *argv: str) -> CommandHandle:
+    """A handle running ``python -c code argv...`` (the code and argv are data)."""
+    return python_handle(code, arguments=["-c", escape(code), *argv])
+
+
+def concurrency_probe(directory: Path, hold: float) -> CommandHandle:
+    """A child that prints how many of its kind are running at once: it registers
+    itself in ``directory``, counts, holds for ``hold`` seconds, and leaves."""
+    code = (
+        "import os, sys, time\n"
+        "d = sys.argv[1]; mine = os.path.join(d, str(os.getpid()))\n"
+        "open(mine, 'w').close()\n"
+        "print(len(os.listdir(d)), flush=True)\n"
+        f"time.sleep({hold})\n"
+        "os.remove(mine)\n"
+    )
+    return python_handle_with_argv(code, str(directory))
+
+
 def report(result: Any) -> dict[str, Any]:
     assert result.exit_code == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)

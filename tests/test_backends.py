@@ -34,10 +34,14 @@ from command_handle import (
     TemplateEvaluationError,
     utcp,
 )
-from command_handle.form import escape
 
 from .conftest import Run
-from .processes import PY, python_handle, wait_dead
+from .processes import (
+    concurrency_probe,
+    python_handle,
+    python_handle_with_argv,
+    wait_dead,
+)
 
 SPAWNS_A_GRANDCHILD = (
     "import subprocess, time\n"
@@ -82,14 +86,7 @@ def test_cancelling_a_call_kills_the_child_and_its_descendants(
         "open(sys.argv[1], 'w').write(str(p.pid))\n"
         "time.sleep(300)\n"
     )
-    handle = CommandHandle.load(
-        {
-            "name": "c",
-            "handle": "command",
-            "command": PY,
-            "arguments": ["-c", escape(code), str(pidfile)],
-        }
-    )
+    handle = python_handle_with_argv(code, str(pidfile))
     executor = Executor()
     started = time.monotonic()
     if backend == "sync":
@@ -193,22 +190,7 @@ def test_a_failed_result_template_in_a_stream_is_raised_to_the_consumer(backend:
 def test_one_executor_shared_by_threads_trio_and_asyncio_keeps_its_limit(tmp_path: Path) -> None:
     """max_concurrency=1 across 8 threads, an asyncio loop and a trio run at once:
     every child sees itself alone in the directory, and every call finishes."""
-    code = (
-        "import os, sys, time\n"
-        "d = sys.argv[1]; mine = os.path.join(d, str(os.getpid()))\n"
-        "open(mine, 'w').close()\n"
-        "print(len(os.listdir(d)), flush=True)\n"
-        "time.sleep(0.02)\n"
-        "os.remove(mine)\n"
-    )
-    handle = CommandHandle.load(
-        {
-            "name": "c",
-            "handle": "command",
-            "command": PY,
-            "arguments": ["-c", escape(code), str(tmp_path)],
-        }
-    )
+    handle = concurrency_probe(tmp_path, hold=0.02)
     executor = Executor(Policy(max_concurrency=1))
     seen: list[int] = []
     lock = threading.Lock()

@@ -28,10 +28,18 @@ from command_handle import (
     TemplateEvaluationError,
 )
 from command_handle.args import ArgsError
-from command_handle.form import escape
 
 from .conftest import Run
-from .processes import PROBE, PY, ROOT, alive, probe_handle, python_handle, report
+from .processes import (
+    PROBE,
+    PY,
+    ROOT,
+    alive,
+    concurrency_probe,
+    probe_handle,
+    python_handle,
+    report,
+)
 
 
 def test_parent_secret_never_reaches_the_child(monkeypatch: pytest.MonkeyPatch, run: Run) -> None:
@@ -386,22 +394,7 @@ def test_yaml_and_json_handles_load() -> None:
 
 
 def test_executor_bounds_concurrent_children(tmp_path: Path) -> None:
-    code = (
-        "import os, sys, time\n"
-        "d = sys.argv[1]; mine = os.path.join(d, str(os.getpid()))\n"
-        "open(mine, 'w').close()\n"
-        "print(len(os.listdir(d)), flush=True)\n"
-        "time.sleep(0.3)\n"
-        "os.remove(mine)\n"
-    )
-    handle = CommandHandle.load(
-        {
-            "name": "c",
-            "handle": "command",
-            "command": PY,
-            "arguments": ["-c", escape(code), str(tmp_path)],
-        }
-    )
+    handle = concurrency_probe(tmp_path, hold=0.3)
     executor = Executor(Policy(max_concurrency=2))
     seen: list[int] = []
 
