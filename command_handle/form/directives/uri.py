@@ -2,7 +2,11 @@
 
 Expansion is done by the ``uri-template`` library; its parser accepts some
 invalid templates (``{x.}``, ``{var:01}``, ``{?empty=default}``), so the
-template is first checked here against the RFC 6570 section 2 grammar.
+template is first checked here against the RFC 6570 section 2 grammar. It
+also refuses legal prefixes of four digits (``{var:9999}``), so those are
+parsed as ``:999`` and set to their real length afterwards. Literal
+apostrophes are accepted, as the uritemplate-test suite's Level 1 example
+``'{var}'`` expects (docs/spec-notes.md).
 Variables come from ``$.name`` unless a plain property of the same name gives a
 Singular Expression to use instead (``"number": "$.selected.id"``).
 """
@@ -31,8 +35,29 @@ if TYPE_CHECKING:
 _VARCHAR = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
 _VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
 _EXPRESSION = re.compile(rf"\{{[+#./;?&]?{_VARSPEC}(?:,{_VARSPEC})*\}}")
-# Literal characters: anything but CTL, SP, DQUOTE, "'", "%", "<", ">", "\", "^", "`", "{", "|", "}"
-_LITERAL = re.compile(r"(?:[^\x00-\x20\x7f\"'%<>\\^`{|}]|%[0-9A-Fa-f]{2})+")
+# Literal characters: anything but CTL, SP, DQUOTE, "%", "<", ">", "\", "^", "`", "{", "|", "}".
+# RFC 6570's literals rule also leaves out "'", yet RFC 3986 allows it in a URI
+# and the uritemplate-test suite expands "'{var}'" (docs/spec-notes.md).
+_LITERAL = re.compile(r"(?:[^\x00-\x20\x7f\"%<>\\^`{|}]|%[0-9A-Fa-f]{2})+")
+_PREFIX = re.compile(r":([1-9][0-9]*)$")
+_OPERATORS = "+#./;?&"
+
+
+def parse_uri_template(text: str) -> uri_template.URITemplate:
+    """The library's template for a checked ``text``, with every prefix length as
+    written (the library's parser stops at three digits; RFC 6570 allows four)."""
+    lengths: list[int] = []
+    for expression in re.findall(r"\{([^}]*)\}", text):
+        for spec in expression.lstrip(_OPERATORS).split(","):
+            match = _PREFIX.search(spec)
+            lengths.append(int(match.group(1)) if match else 0)
+    if max(lengths, default=0) < 1000:
+        return uri_template.URITemplate(text)
+    template = uri_template.URITemplate(re.sub(r":[1-9][0-9]{3}(?=[,}])", ":999", text))
+    variables = [v for e in template.expansions for v in getattr(e, "variables", ())]
+    for variable, length in zip(variables, lengths, strict=True):
+        variable.max_length = length
+    return template
 
 
 def check_uri_template(text: str) -> str | None:
@@ -124,7 +149,7 @@ class UriDirective:
         problem = check_uri_template(text)
         if problem:
             raise TemplateSyntaxError(f"invalid URI template: {problem}", where)
-        template = uri_template.URITemplate(text)
+        template = parse_uri_template(text)
         names = list(dict.fromkeys(v.name for v in template.variables))
         for key in plain:
             if key not in names:
