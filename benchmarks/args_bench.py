@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from _timing import median_us
 
-from command_handle.args import encode_args
+from command_handle.args import encode_args, written
 from command_handle.form import compile_template
 
 DOCKER = {
@@ -79,11 +79,11 @@ def main() -> None:
 
     template = compile_template({"$encode": "args", **DOCKER})
     dynamic = compile_template(DYNAMIC)
-    assert template.evaluate({}) == encode_args(DOCKER) == hand_written()
+    assert template.evaluate({}) == encode_args(written(DOCKER)) == hand_written()
     cases: list[tuple[str, Callable[[], object]]] = [
         ("section 4.1 docker via $encode", functools.partial(template.evaluate, {})),
         ("same, arguments from data", functools.partial(dynamic.evaluate, DYNAMIC_ARGS)),
-        ("encode_args on the value", functools.partial(encode_args, DOCKER)),
+        ("encode_args on the value", functools.partial(encode_args, written(DOCKER))),
         ("baseline: hand-written list", hand_written),
     ]
     results = {name: median_us(fn, rounds, number) for name, fn in cases}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from command_handle.args import ArgsError, data, encode_args
+from command_handle.args import ArgsError, CharsetError, data, encode_args, written
 from command_handle.args._charset import first_forbidden
 from command_handle.form import TemplateSyntaxError, compile_template
 
@@ -45,7 +45,7 @@ def split_joined(text: str) -> list[str]:
 @given(arg_objects, st.sampled_from(["spec", "argv"]))
 def test_tokens_pass_the_policy_or_the_value_is_refused(value: object, charset: str) -> None:
     try:
-        tokens = encode_args(value, charset=charset)
+        tokens = encode_args(written(value), charset=charset)
     except ArgsError:
         return
     for token in tokens:
@@ -53,14 +53,14 @@ def test_tokens_pass_the_policy_or_the_value_is_refused(value: object, charset: 
         if "=" in token and token.startswith("-"):
             continue  # a joined flag: its parts were checked before escaping
         assert first_forbidden(token, charset) == -1, token
-    assert encode_args(value, charset=charset) == tokens  # deterministic
+    assert encode_args(written(value), charset=charset) == tokens  # deterministic
 
 
 @given(
     st.lists(st.text(st.characters(exclude_characters="\x00"), max_size=8), min_size=1, max_size=5)
 )
 def test_joined_values_split_back_exactly(values: list[str]) -> None:
-    (token,) = encode_args({"--v=": data(values)}, charset="argv")
+    (token,) = encode_args(written({"--v=": data(values)}), charset="argv")
     assert split_joined(token.removeprefix("--v=")) == values
 
 
@@ -84,7 +84,7 @@ def test_data_never_yields_a_leading_dash_positional_before_end_of_options(
 def test_template_data_and_marked_data_encode_alike(value: object) -> None:
     template = compile_template({"$encode": "args", "$charset": "argv", "cmd": {"--": {"$": "v"}}})
     try:
-        expected = encode_args({"cmd": {"--": data(value)}}, charset="argv")
+        expected = encode_args(written({"cmd": {"--": data(value)}}), charset="argv")
     except ArgsError:
         with pytest.raises(ArgsError):
             template.evaluate({"v": value})
@@ -95,7 +95,7 @@ def test_template_data_and_marked_data_encode_alike(value: object) -> None:
 
 def test_error_names_token_index_character_and_code_point() -> None:
     with pytest.raises(ArgsError) as info:
-        encode_args({"echo": ["ok", "it's"]})
+        encode_args(written({"echo": ["ok", "it's"]}))
     error = info.value
     assert (error.token, error.index, error.character, error.code_point) == ("it's", 2, "'", 0x27)
     assert error.path == "/echo/1"
@@ -111,20 +111,33 @@ def test_error_carries_the_template_location() -> None:
     assert info.value.index == 1
 
 
-def test_plain_values_are_trusted_and_marked_values_are_data() -> None:
-    assert encode_args({"rm": {"$args": ["-rf", "dir"]}}) == ["rm", "-rf", "dir"]
+def test_values_are_data_unless_written_by_the_application() -> None:
+    # Safe by default: nothing passed to encode_args can become an option ...
     with pytest.raises(ArgsError, match="begins with '-'"):
-        encode_args({"rm": {"$args": [data("-rf")]}})
+        encode_args({"rm": ["-rf", "dir"]})
+    with pytest.raises(ArgsError, match="cannot be a flag or a directive"):
+        encode_args({"rm": {"$args": ["dir"]}})
     with pytest.raises(ArgsError, match="cannot be a flag"):
-        encode_args({"git": data({"--upload-pack=": "x"})})
-    assert encode_args({"rm": {"--": [data("-rf")]}}) == ["rm", "--", "-rf"]
+        encode_args({"git": {"--upload-pack=": "x"}})
+    with pytest.raises(ArgsError, match="cannot be a flag"):
+        encode_args({"rm": {"--": ["-rf"]}})  # a '--' from the data ends nothing
+    assert encode_args({"echo": ["a", "b"]}) == ["echo", "a", "b"]
+    # ... unless the application marks what it wrote itself.
+    assert encode_args(written({"rm": {"$args": ["-rf", "dir"]}})) == ["rm", "-rf", "dir"]
+    assert encode_args({"ls": [written("-la"), "src"]}) == ["ls", "-la", "src"]
+    with pytest.raises(ArgsError, match="begins with '-'"):
+        encode_args(written({"rm": {"$args": [data("-rf")]}}))
+    with pytest.raises(ArgsError, match="cannot be a flag"):
+        encode_args(written({"git": data({"--upload-pack=": "x"})}))
+    assert encode_args(written({"rm": {"--": [data("-rf")]}})) == ["rm", "--", "-rf"]
 
 
 def test_invalid_inputs() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as caught:
         encode_args([], charset="latin1")
+    assert isinstance(caught.value, CharsetError)
     with pytest.raises(ArgsError, match="non-finite"):
-        encode_args({"-n": math.inf})
+        encode_args(written({"-n": math.inf}))
     with pytest.raises(ArgsError, match="binary value cannot be an argument"):
         encode_args({"x": b"bytes"})
     deep: object = "x"

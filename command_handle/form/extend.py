@@ -11,7 +11,7 @@ from . import _pointer as json_pointer
 from ._compiler import Compiler
 from ._context import EvalContext
 from ._nodes import Node, Operator, materialize
-from ._provenance import is_data, mark
+from ._provenance import DataDict, DataList, DataStr, is_data, mark
 from ._registry import (
     DomainDirective,
     EncodeFunction,
@@ -23,6 +23,9 @@ from ._values import type_name
 
 __all__ = [
     "Compiler",
+    "DataDict",
+    "DataList",
+    "DataStr",
     "DomainDirective",
     "EncodeFunction",
     "EvalContext",
