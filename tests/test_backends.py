@@ -399,3 +399,33 @@ def test_a_handle_file_is_compiled_once_while_it_is_unchanged(tmp_path: Path) ->
     )
     assert executor.call_sync(path).stdout == "22\n"
     assert os.path.exists(path)
+
+
+def test_refusals_never_quote_a_value_from_the_model(tmp_path: Path) -> None:
+    """The charset refusal, a directory and a computed command from the arguments."""
+    secret = "sk-SECRET-API-KEY"
+    charset = CommandHandle.load(
+        {
+            "name": "c",
+            "handle": "command",
+            "command": "/bin/echo",
+            "arguments": {"$encode": "args", "echo": {"$args": [{"$": "token"}]}},
+        }
+    )
+    directory = CommandHandle.load(
+        {"name": "d", "handle": "command", "command": "/bin/echo", "directory": {"$": "dir"}}
+    )
+    command = CommandHandle.load({"name": "p", "handle": "command", "command": {"$": "prog"}})
+    cases: list[tuple[CommandHandle, dict[str, str]]] = [
+        (charset, {"token": secret + "'x"}),
+        (directory, {"dir": str(tmp_path / secret)}),
+        (command, {"prog": secret}),
+        (command, {"prog": str(tmp_path / secret)}),
+    ]
+    executor = Executor()
+    for handle, args in cases:
+        with pytest.raises(CommandHandleError) as caught:
+            executor.call_sync(handle, args)
+        assert secret not in str(caught.value), caught.value
+        assert caught.value.pointer  # type: ignore[attr-defined]
+    assert executor.spawned == 0
