@@ -22,7 +22,7 @@ from typing import Any
 import trio
 
 from . import _json, errors, form, utcp
-from .args import ArgsError
+from .args import ArgsError, OptionLikeError
 from .executor import CommandResult, Executor
 from .handle import CommandHandle
 
@@ -335,6 +335,7 @@ SUITES: dict[str, Callable[[Vector], None]] = {
 }
 for _error in (
     ArgsError,
+    OptionLikeError,
     *(getattr(errors, name) for name in errors.__all__ if name != "Violation"),
 ):
     register_error_class(_error)

@@ -25,6 +25,7 @@ __all__ = [
     "HandleError",
     "HandleLoadError",
     "LaunchError",
+    "OptionArgumentError",
     "PolicyError",
     "PolicyTypeError",
     "TemplateEvaluationError",
@@ -87,6 +88,26 @@ class ArgumentsError(HandleError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class OptionArgumentError(ArgumentsError):
+    """A value from the model would reach the program as an option (CWE-88).
+
+    ``parameter`` names the argument (None when no single one could be named),
+    ``prefix`` is the character at fault. The message speaks to the model:
+    "`file` must not start with '-'".
+    """
+
+    def __init__(self, parameter: str | None, pointer: str, prefix: str) -> None:
+        why = f"must not start with {prefix!r}: the program would read it as an option"
+        super().__init__([Violation(pointer, why, "option")])
+        self.parameter = parameter
+        self.prefix = prefix
+        subject = f"`{parameter}`" if parameter else "a value from the arguments"
+        self.message = f"{subject} {why}"
+
+    def __str__(self) -> str:
+        return f"{self.message} (at {self.pointer})" if self.pointer else self.message
 
 
 class TemplateEvaluationError(HandleError):

@@ -24,10 +24,9 @@ from command_handle import (
     EnvironmentVariableError,
     Executor,
     HandleError,
+    OptionArgumentError,
     Policy,
-    TemplateEvaluationError,
 )
-from command_handle.args import ArgsError
 
 from .conftest import Run
 from .processes import (
@@ -63,7 +62,7 @@ def test_refused_calls_spawn_nothing(tmp_path: Path, run: Run) -> None:
         (
             probe_handle(arguments={"$encode": "args", "rm": {"$args": [{"$": "p"}]}}),
             {"p": "-rf"},
-            TemplateEvaluationError,
+            OptionArgumentError,
         ),
     ]
     for handle, args, error in refusals:
@@ -71,10 +70,10 @@ def test_refused_calls_spawn_nothing(tmp_path: Path, run: Run) -> None:
             run(executor, handle, args)
         assert info.value.pointer, info.value
     assert executor.spawned == 0
-    try:
+    with pytest.raises(OptionArgumentError) as refused:
         run(executor, refusals[-1][0], refusals[-1][1])
-    except TemplateEvaluationError as exc:
-        assert isinstance(exc.form_error, ArgsError) and exc.form_error.token == "-rf"
+    assert refused.value.parameter == "p" and refused.value.pointer == "/p"
+    assert str(refused.value).startswith("`p` must not start with '-'")
 
 
 def test_every_argument_violation_is_reported() -> None:

@@ -12,8 +12,8 @@ from ..form import DEFAULT_REGISTRY
 from ..form.extend import DataDict, DataList, DataStr, is_data, mark
 from . import directives as _directives  # noqa: F401  (registers $args, $flags, $repeat)
 from ._charset import CHARSETS
-from ._encoder import Encoder
-from ._errors import ArgsError
+from ._encoder import Encoder, option_like
+from ._errors import ArgsError, OptionLikeError
 from .encoding import ArgsEncoding
 
 __all__ = [
@@ -21,9 +21,11 @@ __all__ = [
     "ArgsEncoding",
     "ArgsError",
     "CharsetError",
+    "OptionLikeError",
     "Written",
     "data",
     "encode_args",
+    "option_like",
     "written",
 ]
 

@@ -19,7 +19,7 @@ from ..form import UNDEFINED
 from ..form.extend import is_data, type_name
 from ..form.extend import json_pointer as _pointer
 from ._charset import first_forbidden
-from ._errors import ArgsError
+from ._errors import ArgsError, OptionLikeError
 from ._names import END_OF_OPTIONS, FLAG, POSITIONAL, is_combinable
 
 __all__ = ["DIRECTIVES", "Encoder", "Role", "Token"]
@@ -35,6 +35,23 @@ class Role(Enum):
 # Paths into the encoded value are built lazily as (parent, key) pairs and
 # turned into JSON Pointers only for error messages.
 Path = tuple[Any, str | int] | None
+
+
+def option_like(text: str, flag_value: bool) -> str | None:
+    """Why a token from the arguments could be read as an option, or None.
+
+    ``-`` starts an option everywhere, also right after a flag (a flag whose
+    argument is optional, like git's ``--pretty``, takes ``--output=...`` as
+    a new option). ``+`` (vim's ``+cmd``) and ``@`` (gcc's ``@file``
+    response files) start options where a program expects an operand; as a
+    flag's value they are only a value.
+    """
+    first = text[:1]
+    if first == "-":
+        return "'-'"
+    if first in ("+", "@") and not flag_value:
+        return repr(first)
+    return None
 
 
 def path_text(path: Path) -> str:
@@ -98,12 +115,19 @@ DIRECTIVES: dict[str, DirectiveHandler] = {}
 class Encoder:
     """Encodes one value; not reused."""
 
-    __slots__ = ("charset", "depth", "pointer")
+    __slots__ = ("charset", "depth", "option_values", "pointer")
 
-    def __init__(self, charset: str, pointer: str = "", depth: int = 256) -> None:
+    def __init__(
+        self,
+        charset: str,
+        pointer: str = "",
+        depth: int = 256,
+        option_values: frozenset[str] = frozenset(),
+    ) -> None:
         self.charset = charset
         self.pointer = pointer
         self.depth = depth
+        self.option_values = option_values
 
     def error(self, message: str, path: Path) -> ArgsError:
         return ArgsError(message, self.pointer, path=path_text(path))
@@ -239,21 +263,27 @@ class Encoder:
             ):
                 after_end = True
             elif (
-                token.role is _ARG
-                and token.data
-                and token.text.startswith("-")
-                and token.text != "-"
+                token.data
                 and not after_end
+                and token.text != "-"
+                and token.text not in self.option_values
             ):
-                raise ArgsError(
-                    f"argument token {index} comes from the arguments and begins with '-', "
-                    "so the program could read it as an option (CWE-88); put it after '--' "
-                    "or give it as the value of a flag written in the template",
-                    self.pointer,
-                    path=path_text(token.path),
-                    token=token.text,
-                    index=index,
-                )
+                problem = option_like(token.text, token.role is _FLAG_VALUE)
+                if problem:
+                    raise OptionLikeError(
+                        f"argument token {index} comes from the arguments and begins with "
+                        f"{problem}, so the program could read it as an option (CWE-88); "
+                        "put it after '--'"
+                        + (
+                            ", or join it to its flag ('--name=')"
+                            if token.role is _FLAG_VALUE
+                            else ""
+                        ),
+                        self.pointer,
+                        path=path_text(token.path),
+                        token=token.text,
+                        index=index,
+                    )
             argv.append(str(token.text))
         return argv
 

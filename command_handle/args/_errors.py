@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..form import FormError
 
-__all__ = ["ArgsError"]
+__all__ = ["ArgsError", "OptionLikeError"]
 
 
 class ArgsError(FormError):
@@ -38,3 +38,8 @@ class ArgsError(FormError):
         inside = f" at input path {self.path}" if self.path else ""
         where = f"at {self.pointer}" if self.pointer else "at the template root"
         return f"{self.message}{inside} ({where})"
+
+
+class OptionLikeError(ArgsError):
+    """A token from the arguments would be read as an option (CWE-88): it begins
+    with ``-``, or with ``+`` or ``@`` where an operand belongs. ``token`` is it."""

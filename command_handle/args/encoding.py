@@ -41,7 +41,7 @@ class ArgsEncoding:
         depth = compiler.limits.max_data_depth
 
         def encode(value: object, ctx: EvalContext) -> object:
-            encoder = Encoder(charset, pointer, depth)
+            encoder = Encoder(charset, pointer, depth, ctx.option_values)
             return encoder.finish(encoder.value(materialize(value), None))
 
         return encode

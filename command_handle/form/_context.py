@@ -11,7 +11,15 @@ __all__ = ["EvalContext"]
 class EvalContext:
     """State of one ``Template.evaluate`` call. Not shared between calls."""
 
-    __slots__ = ("args", "evaluations", "expansion", "limits", "mark_data", "output")
+    __slots__ = (
+        "args",
+        "evaluations",
+        "expansion",
+        "limits",
+        "mark_data",
+        "option_values",
+        "output",
+    )
 
     def __init__(self, args: object, limits: Limits) -> None:
         self.args = args
@@ -22,6 +30,9 @@ class EvalContext:
         # Set while evaluating input of an encoding that needs to know which
         # values came from the arguments (the args encoding's flag guard).
         self.mark_data = False
+        # Strings from the arguments that the application lets look like options
+        # (a handle's options_allowed parameters); the args encoding admits them.
+        self.option_values: frozenset[str] = frozenset()
 
     def count_evaluation(self, pointer: str) -> None:
         self.evaluations += 1

@@ -238,6 +238,14 @@ class DirectiveNode:
                 value = self.domain.evaluate(ctx)
             finally:
                 ctx.mark_data = False
+        elif ctx.mark_data and self.operators and not self.provenance:
+            # The operators' output is marked whole below, so marking their input
+            # (a deep copy of a possibly huge value) would be wasted.
+            ctx.mark_data = False
+            try:
+                value = self.domain.evaluate(ctx)
+            finally:
+                ctx.mark_data = True
         else:
             value = self.domain.evaluate(ctx)
         if not self.operators:

@@ -28,14 +28,27 @@ class Template:
         self.source = source
         self.limits = limits
 
-    def evaluate(self, args: object = None) -> object:
+    def evaluate(
+        self,
+        args: object = None,
+        *,
+        provenance: bool = False,
+        option_values: frozenset[str] = frozenset(),
+    ) -> object:
         """Evaluate against the Template Arguments ``args`` (any JSON value).
 
         Returns a JSON value, a ``bytes`` Binary Value, or :data:`UNDEFINED`.
         Encoded strings carry headers readable with :func:`headers_of`.
         Raises :class:`EvaluationError` (or its subclass :class:`LimitError`).
+
+        With ``provenance``, strings whose first character came from ``args``
+        are returned marked (``form.extend.is_data``), so that a caller can
+        guard them. ``option_values`` are strings from ``args`` that the args
+        encoding may let begin with ``-``, ``+`` or ``@``.
         """
         ctx = EvalContext(args, self.limits)
+        ctx.mark_data = provenance
+        ctx.option_values = option_values
         try:
             return materialize(self._root.evaluate(ctx))
         except RecursionError:

@@ -20,6 +20,7 @@ from pydantic import (
 
 from .. import _json, _jsonschema, form
 from .._documents import read_document
+from ..args import OptionLikeError
 from ..errors import ArgumentsError, HandleLoadError, TemplateEvaluationError, Violation
 from ..form import UNDEFINED, FormError, Template
 from ..form.extend import json_pointer
@@ -31,6 +32,7 @@ from ..policy import (
     resolve_environment,
 )
 from ._invocation import Invocation, StreamMode
+from ._options import allowed_values, check_option_like, refusal_from_encoding
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
 
@@ -92,6 +94,11 @@ class CommandHandle(BaseModel):
     timeout: float | None = Field(default=None, gt=0, description="seconds; the policy caps it")
     max_output: int | None = Field(default=None, gt=0, description="bytes kept per stream")
     result: Any = Field(default=None, description="Tool Form over the execution result")
+    options_allowed: list[str] = Field(
+        default_factory=list,
+        description="parameters whose values may begin with '-', '+' or '@' (the program "
+        "takes them as options on purpose, as grep -e takes a pattern)",
+    )
 
     _templates: dict[str, Template] = PrivateAttr(default_factory=dict)
     _stdin: Template | None = PrivateAttr(default=None)
@@ -138,6 +145,13 @@ class CommandHandle(BaseModel):
         )
         if self.command is None:
             raise _FieldError("a Command Handle needs a command", "/command")
+        declared = self.parameters.get("properties", {})
+        for index, name in enumerate(self.options_allowed):
+            if not isinstance(declared, dict) or name not in declared:
+                raise _FieldError(
+                    f"options_allowed names {name!r}, which is not a property of parameters",
+                    f"/options_allowed/{index}",
+                )
         for name in _TEMPLATE_FIELDS:
             value = getattr(self, name)
             if value is not None:
@@ -172,12 +186,23 @@ class CommandHandle(BaseModel):
         check_arguments(self._validator, args)
 
     @staticmethod
-    def _evaluate(templates: dict[str, Template], name: str, args: object) -> object:
+    def _evaluate(
+        templates: dict[str, Template],
+        name: str,
+        args: object,
+        option_values: frozenset[str] | None = None,
+    ) -> object:
+        """Evaluate one field. With ``option_values`` (the arguments), provenance is
+        tracked so that the flag guard can tell the model's text from the author's."""
         template = templates.get(name)
         if template is None:
             return UNDEFINED
         try:
-            return template.evaluate(args)
+            if option_values is None:
+                return template.evaluate(args)
+            return template.evaluate(args, provenance=True, option_values=option_values)
+        except OptionLikeError as exc:
+            raise refusal_from_encoding(exc, args) from None
         except FormError as exc:
             error = TemplateEvaluationError(exc.message, f"/{name}{exc.pointer}")
             error.form_error = exc  # e.g. an ArgsError, with its token, index and code point
@@ -192,19 +217,22 @@ class CommandHandle(BaseModel):
         command = self._evaluate(templates, "command", args)
         if not isinstance(command, str):
             raise TemplateEvaluationError("command must evaluate to a string", "/command")
-        arguments = self._evaluate(templates, "arguments", args)
+        allowed = allowed_values(self.options_allowed, args)
+        arguments = self._evaluate(templates, "arguments", args, allowed)
         if arguments is UNDEFINED or arguments is None:
             argv: list[str] = []
         elif isinstance(arguments, str):
             argv = [arguments]  # one argument, never split
         elif isinstance(arguments, list) and all(isinstance(a, str) for a in arguments):
-            argv = [str(a) for a in arguments]
+            argv = arguments
         else:
             raise TemplateEvaluationError(
                 "arguments must evaluate to a string or an array of strings "
                 '(use {"$encode": "args", ...} to build tokens from other values)',
                 "/arguments",
             )
+        check_option_like(argv, allowed, args)
+        argv = [str(a) for a in argv]  # provenance marks end here
         directory = self._evaluate(templates, "directory", args)
         if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
