@@ -332,9 +332,11 @@ def test_a_policy_refuses_values_of_the_wrong_kind(field: str, value: object, er
 
 
 def test_a_policy_takes_any_sequence_of_names() -> None:
-    names: object = ["NODE_*"]  # any iterable of names, not only the declared tuple
-    commands: object = {"grep"}
-    policy = Policy(allow_environment=names, allowed_commands=commands, timeout=5)  # type: ignore[arg-type]
+    names: Any = ["NODE_*"]  # any iterable of names, not only the declared tuple
+    commands: Any = {"grep"}
+    policy = Policy(
+        allow_environment=names, allowed_commands=commands, match_command_names=True, timeout=5
+    )
     assert policy.allow_environment == ("NODE_*",)
     assert policy.allowed_commands == frozenset({"grep"})
     assert policy.timeout == 5.0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from command_handle import CommandHandle, Executor, Policy
+from command_handle import CommandError, CommandHandle, Executor, Policy
 
 ROOT = Path(__file__).resolve().parent.parent
 HANDLES = ROOT / "fixtures" / "handles"
@@ -138,31 +138,38 @@ def test_a1_build_project_runs_make_in_src(tmp_path: Path, monkeypatch: pytest.M
     assert "j4" in str(result.stdout) and str(tmp_path / "src") in str(result.stdout)
 
 
-def test_a3_deploy_service_runs_a_relative_script(tmp_path: Path) -> None:
-    script = tmp_path / "deploy.sh"
+def test_a3_deploy_service_runs_the_applications_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "deploy").mkdir()
+    script = tmp_path / "deploy" / "deploy.sh"
     script.write_text(
         '#!/bin/sh\necho "deploying $SERVICE_NAME on $SERVICE_PORT with ${API_KEY:+a key}"\n'
     )
     script.chmod(0o755)
-    args = {
-        "deploy": {"path": str(tmp_path)},
-        "service": {"name": "payments", "port": 8443},
-        "credentials": {"api_key": "k-123"},
-    }
+    monkeypatch.chdir(tmp_path)  # deploy/ is relative to the application's directory
+    args = {"service": {"name": "payments", "port": 8443}, "credentials": {"api_key": "k-123"}}
     result = Executor().call_sync(load("a3-deploy-service.json"), args)
     assert result.stdout == "deploying payments on 8443 with a key\n"
+    # Appendix A.3's own shape, a relative script in a directory the model names, is
+    # refused: the model would choose the program (red-team finding 5).
+    original = load("a3-deploy-service.json").model_copy(
+        update={"directory": {"$": "path"}, "parameters": {"type": "object"}}
+    )
+    with pytest.raises(CommandError, match="directory computed from the arguments"):
+        Executor().call_sync(original, {"path": str(tmp_path / "deploy")})
 
 
 def test_probe_fixture_reports_exactly_what_it_got(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("CH_TEST_SECRET", "nope")
     result = Executor(Policy(search_path=("/usr/bin",))).call_sync(
-        load("probe.json"), {"words": ["a b", "$(x)"], "input": "in", "env": {"K": "v"}}
+        load("probe.json"), {"words": ["a b", "$(x)"], "input": "in", "value": "v"}
     )
     report = json.loads(str(result.stdout))
     assert (
         report["argv"] == ["a b", "$(x)"]
-        and report["env"] == {"K": "v"}
+        and report["env"] == {"PROBE_VALUE": "v"}
         and report["stdin"] == "in"
     )
     assert report["pgid"] == report["pid"]  # the child leads its own process group

@@ -338,7 +338,7 @@ def test_cancellation_kills_the_pipeline(tmp_path: Path) -> None:
 
 
 def test_allowed_commands_are_checked_before_anything_runs() -> None:
-    policy = Policy(allowed_commands=frozenset({"wc"}))
+    policy = Policy(allowed_commands=frozenset({"wc"}), match_command_names=True)
     executor = Executor(policy)
     source = template("echo a | wc -c", "rm -rf nothing")
     with pytest.raises(CommandError, match="does not allow the command 'rm'"):

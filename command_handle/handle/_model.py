@@ -21,7 +21,13 @@ from pydantic import (
 from .. import _json, _jsonschema, form
 from .._documents import read_document
 from ..args import OptionLikeError
-from ..errors import ArgumentsError, HandleLoadError, TemplateEvaluationError, Violation
+from ..errors import (
+    ArgumentsError,
+    CommandError,
+    HandleLoadError,
+    TemplateEvaluationError,
+    Violation,
+)
 from ..form import UNDEFINED, FormError, Template
 from ..form.extend import json_pointer
 from ..policy import (
@@ -233,13 +239,18 @@ class CommandHandle(BaseModel):
             )
         check_option_like(argv, allowed, args)
         argv = [str(a) for a in argv]  # provenance marks end here
+        self._check_program_choice(command, policy)
         directory = self._evaluate(templates, "directory", args)
         if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
         cwd = resolve_directory(directory if isinstance(directory, str) else None)
         program = resolve_command(command, cwd, policy, shown=self._written_command())
-        environment = self._evaluate(templates, "environment", args)
-        env = resolve_environment(None if environment is UNDEFINED else environment, policy)
+        environment = self._evaluate(templates, "environment", args, frozenset())
+        env = resolve_environment(
+            None if environment is UNDEFINED else environment,
+            policy,
+            written=self._written_environment(),
+        )
         stdin: bytes | None = None
         io = self.io or IoSpec()
         if "io/stdin" in templates:
@@ -285,6 +296,44 @@ class CommandHandle(BaseModel):
         """The command as written, when it holds no template (so no model data)."""
         command = self.command
         return command if isinstance(command, str) and "{{" not in command else None
+
+    def _written_directory(self) -> bool:
+        directory = self.directory
+        return directory is None or (isinstance(directory, str) and "{{" not in directory)
+
+    def _written_environment(self) -> frozenset[str]:
+        """The variables whose values the handle writes itself (no model data)."""
+        environment = self.environment
+        directives = (
+            [k for k in environment if k.startswith("$")] if isinstance(environment, dict) else []
+        )
+        if not isinstance(environment, dict) or any(k != "$comment" for k in directives):
+            return frozenset()  # built by a directive: every value may hold model data
+        return frozenset(
+            name
+            for name, value in environment.items()
+            if (isinstance(value, str) and "{{" not in value)
+            or (isinstance(value, (int, float, bool)) and value is not None)
+        )
+
+    def _check_program_choice(self, command: str, policy: Policy) -> None:
+        """Refuse a program whose path depends on the model's arguments: a computed
+        command, or a relative one in a computed directory (red-team finding 5)."""
+        if policy.allow_computed_command:
+            return
+        if self._written_command() is None:
+            raise CommandError(
+                "the program is computed from the arguments; the policy does not allow the "
+                "model to choose what runs (Policy.allow_computed_command)",
+                "/command",
+            )
+        if "/" in command and not command.startswith("/") and not self._written_directory():
+            raise CommandError(
+                "the relative command is looked up in a directory computed from the "
+                "arguments, so the model would choose what runs; write the directory, or an "
+                "absolute command (Policy.allow_computed_command allows it)",
+                "/command",
+            )
 
     @property
     def has_result_template(self) -> bool:

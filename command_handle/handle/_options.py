@@ -60,9 +60,13 @@ def check_option_like(argv: Sequence[str], allowed: frozenset[str], args: object
         if not is_data(token):
             after_end = after_end or token == "--"
             continue
-        if not after_end and token != "-" and not any(token.startswith(v) for v in allowed if v):
-            if option_like(token, flag_value=False):
-                raise option_refusal(token, args, token[0])
+        if (
+            not after_end
+            and token != "-"
+            and not any(token.startswith(v) for v in allowed if v)
+            and option_like(token, flag_value=False)
+        ):
+            raise option_refusal(token, args, token[0])
 
 
 def refusal_from_encoding(error: OptionLikeError, args: object) -> OptionArgumentError:

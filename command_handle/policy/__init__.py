@@ -16,10 +16,11 @@ from ._enforce import (
     resolve_directory,
     resolve_environment,
 )
-from ._policy import DANGEROUS_ENVIRONMENT, Policy, is_dangerous_name
+from ._policy import DANGEROUS_ENVIRONMENT, OPTION_ENVIRONMENT, Policy, is_dangerous_name
 
 __all__ = [
     "DANGEROUS_ENVIRONMENT",
+    "OPTION_ENVIRONMENT",
     "Policy",
     "argv_problem",
     "check_program",

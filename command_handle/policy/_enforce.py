@@ -19,6 +19,7 @@ import stat
 from .. import _json
 from .._ostext import exec_size_problem, os_text_problem
 from ..errors import CommandError, DirectoryError, EnvironmentVariableError, HandleError
+from ..form.extend import is_data, type_name
 from ._policy import Policy
 
 __all__ = [
@@ -85,8 +86,7 @@ def check_program(
         raise CommandError(
             f"{what} is set-user-ID or set-group-ID; the policy does not allow it", pointer
         )
-    allowed = policy.allowed_commands
-    if allowed is not None and path not in allowed and os.path.basename(path) not in allowed:
+    if not policy.allows_program(path):
         raise CommandError(f"the policy does not allow {what}", pointer)
     return path
 
@@ -161,7 +161,7 @@ def _env_value(name: str, value: object, pointer: str) -> str:
     except _json.NonJSONValueError:
         raise EnvironmentVariableError(f"{name} must be a finite number", pointer) from None
     if text is None:
-        kind = "null" if value is None else type(value).__name__
+        kind = type_name(value)
         raise EnvironmentVariableError(
             f"the value of {name} must be a string, number or boolean, not {kind}", pointer
         )
@@ -169,18 +169,40 @@ def _env_value(name: str, value: object, pointer: str) -> str:
 
 
 def resolve_environment(
-    environment: object, policy: Policy, pointer: str = "/environment"
+    environment: object,
+    policy: Policy,
+    pointer: str = "/environment",
+    written: frozenset[str] | None = None,
 ) -> dict[str, str]:
-    """Sections 3.2 and 5.2: a clean environment, plus what the policy and handle give."""
+    """Sections 3.2 and 5.2: a clean environment, plus what the policy and handle give.
+
+    ``written`` names the variables whose values the handle writes itself (None:
+    all of them); the others hold model data, which the variables of
+    :data:`OPTION_ENVIRONMENT` may not receive. Names computed from the model's
+    arguments (marked data) are refused: a name must be written in the handle.
+    """
     env = inherited_environment(policy.inherit_environment)
     if environment is None:
         return env
     if not isinstance(environment, dict):
         raise EnvironmentVariableError("the environment must evaluate to an object", pointer)
     for name, value in environment.items():
+        if is_data(name):
+            raise EnvironmentVariableError(
+                "environment variable names must be written in the handle, not taken from "
+                "the arguments",
+                pointer,
+            )
         where = f"{pointer}/{name}"
         check_variable_name(name, policy, where)
-        env[name] = _env_value(name, value, where)
+        if written is not None and name not in written and policy.refuses_model_value(name):
+            raise EnvironmentVariableError(
+                f"{name} is read as options or commands by the programs that use it, so its "
+                "value must be written in the handle, not built from the arguments "
+                "(Policy.allow_environment can allow it)",
+                where,
+            )
+        env[str(name)] = str(_env_value(name, value, where))
     return env
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import PolicyError, PolicyTypeError
 
-__all__ = ["DANGEROUS_ENVIRONMENT", "Policy", "is_dangerous_name"]
+__all__ = ["DANGEROUS_ENVIRONMENT", "OPTION_ENVIRONMENT", "Policy", "is_dangerous_name"]
 
 # Variables that make loaders, shells or interpreters run code the handle chose.
 DANGEROUS_ENVIRONMENT: tuple[str, ...] = (
@@ -69,6 +69,36 @@ DANGEROUS_ENVIRONMENT: tuple[str, ...] = (
 )
 
 
+# Variables whose value a program reads as options or commands: a handle may set
+# them to text it writes itself, but not to a value taken from the model's
+# arguments (MAKEFLAGS="-j{{jobs}}" let a model run a command through make).
+OPTION_ENVIRONMENT: tuple[str, ...] = (
+    "*_OPTIONS",  # TAR_OPTIONS, GREP_OPTIONS, LESS_OPTIONS...
+    "*_OPTS",  # PERLDB_OPTS, JAVA_OPTS, GRADLE_OPTS...
+    "*FLAGS",  # MAKEFLAGS, MFLAGS, GNUMAKEFLAGS, CFLAGS, LDFLAGS...
+    "GIT_*",  # GIT_EXTERNAL_DIFF, GIT_PAGER, GIT_ASKPASS, GIT_EDITOR...
+    "LESS*",  # LESSOPEN, LESSCLOSE, LESSKEY...
+    "*PAGER",  # PAGER, MANPAGER, SYSTEMD_PAGER...
+    "MANOPT",
+    "BROWSER",
+    "EDITOR",
+    "VISUAL",
+    "*_ASKPASS",  # SSH_ASKPASS, SUDO_ASKPASS
+    "PYTHONWARNINGS",  # with BROWSER: python3 ran a command
+    "PATH",  # which programs the child's own lookups find
+    "HOME",  # where configuration files (.gitconfig, .lessfilter...) are read
+    "XDG_CONFIG_HOME",
+    "XDG_CONFIG_DIRS",
+    "ZDOTDIR",
+    "INPUTRC",
+    "TERMINFO",
+    "CURL_HOME",
+    "WGETRC",
+    "NPM_CONFIG_*",
+    "PIP_*",
+)
+
+
 def is_dangerous_name(name: str, patterns: Iterable[str] = DANGEROUS_ENVIRONMENT) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
@@ -84,8 +114,17 @@ class Policy:
     - ``allow_environment``: patterns from :data:`DANGEROUS_ENVIRONMENT` a handle
       may nevertheless set (default: none).
     - ``allow_setuid``: run set-user-ID or set-group-ID executables.
-    - ``allowed_commands``: if set, the resolved absolute paths (or bare names,
-      matched against the resolved path's name) that may run.
+    - ``allowed_commands``: if set, the programs that may run: absolute paths,
+      compared after resolving symbolic links on both sides. Bare names are
+      accepted only with ``match_command_names``.
+    - ``match_command_names``: let bare names in ``allowed_commands`` match the
+      name of the resolved program (after symbolic links, so a link named
+      ``grep`` to ``/bin/sh`` is ``sh``).
+    - ``allow_computed_command``: run a program whose path depends on the
+      model's arguments (a computed ``command``, or a relative one in a
+      computed ``directory``). Off by default.
+    - ``allow_environment`` also lets a handle set the variables of
+      :data:`OPTION_ENVIRONMENT` to values from the model's arguments.
     - ``timeout``: seconds per call, and the cap on a handle's ``timeout``.
     - ``max_output``: bytes kept per stream, and the cap on a handle's ``max_output``.
     - ``kill_grace``: seconds between SIGTERM and SIGKILL to the process group.
@@ -97,6 +136,8 @@ class Policy:
     allow_environment: tuple[str, ...] = ()
     allow_setuid: bool = False
     allowed_commands: frozenset[str] | None = None
+    match_command_names: bool = False
+    allow_computed_command: bool = False
     timeout: float = 60.0
     max_output: int = 10 * 1024 * 1024
     kill_grace: float = 2.0
@@ -109,13 +150,22 @@ class Policy:
             object.__setattr__(self, name, _names(name, getattr(self, name)))
         if self.search_path is not None:
             object.__setattr__(self, "search_path", _names("search_path", self.search_path))
+        for flag in ("allow_setuid", "match_command_names", "allow_computed_command"):
+            if not isinstance(getattr(self, flag), bool):
+                raise PolicyTypeError(
+                    f"Policy.{flag} must be a bool, not {type(getattr(self, flag)).__name__}"
+                )
         if self.allowed_commands is not None:
             allowed = frozenset(_names("allowed_commands", self.allowed_commands))
+            names = sorted(entry for entry in allowed if "/" not in entry)
+            if names and not self.match_command_names:
+                raise PolicyError(
+                    f"Policy.allowed_commands holds bare names ({', '.join(names)}): give "
+                    "absolute paths, or set match_command_names=True to match names"
+                )
             object.__setattr__(self, "allowed_commands", allowed)
-        if not isinstance(self.allow_setuid, bool):
-            raise PolicyTypeError(
-                f"Policy.allow_setuid must be a bool, not {type(self.allow_setuid).__name__}"
-            )
+            real = frozenset(os.path.realpath(entry) for entry in allowed if "/" in entry)
+            object.__setattr__(self, "_real_commands", real)
         for name in ("timeout", "kill_grace"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -139,6 +189,21 @@ class Policy:
 
     def refuses_variable(self, name: str) -> bool:
         return is_dangerous_name(name) and not is_dangerous_name(name, self.allow_environment)
+
+    def refuses_model_value(self, name: str) -> bool:
+        """Whether a value from the model's arguments may not go into ``name``."""
+        return is_dangerous_name(name, OPTION_ENVIRONMENT) and not is_dangerous_name(
+            name, self.allow_environment
+        )
+
+    def allows_program(self, path: str) -> bool:
+        """Whether the allowlist (if any) admits the program at ``path``."""
+        if self.allowed_commands is None:
+            return True
+        real = os.path.realpath(path)
+        if real in self.__dict__.get("_real_commands", frozenset()):
+            return True
+        return self.match_command_names and os.path.basename(real) in self.allowed_commands
 
 
 def _names(field: str, value: object) -> tuple[str, ...]:
