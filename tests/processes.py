@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +105,35 @@ def children() -> list[int]:
             if fields[1] == me:
                 found.append(int(entry))
     return found
+
+
+def unprivileged(scenario: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``scenario`` in a forked child that drops root (root is never refused
+    a directory) and return what it reports."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 1
+        try:
+            os.close(read_end)
+            # The checkout may sit in a directory only root can enter (mktemp -d):
+            # work from / so that nothing depends on where the tests live.
+            os.chdir("/")
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            data = json.dumps(scenario()).encode()
+            code = 0
+        except BaseException as exc:  # reported to the parent, which fails the test
+            data = json.dumps({"error": repr(exc)}).encode()
+        with os.fdopen(write_end, "wb") as sink:
+            sink.write(data)
+        os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as source:
+        data = source.read()
+    _, status = os.waitpid(pid, 0)
+    reported: dict[str, Any] = json.loads(data)
+    assert os.waitstatus_to_exitcode(status) == 0, reported
+    return reported

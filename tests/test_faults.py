@@ -6,14 +6,13 @@ and the executor must stay usable afterwards, with nothing left behind."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import resource
 import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -34,7 +33,16 @@ from command_handle import (
 )
 from command_handle.form import escape
 
-from .processes import PY, children, open_fds, probe_handle, python_handle, report, wait_dead
+from .processes import (
+    PY,
+    children,
+    open_fds,
+    probe_handle,
+    python_handle,
+    report,
+    unprivileged,
+    wait_dead,
+)
 
 # A child that starts a grandchild in its group, records the grandchild's pid
 # in the file named by its first argument, then talks and waits forever.
@@ -177,16 +185,18 @@ def test_the_directory_is_removed_after_the_checks(tmp_path: Path) -> None:
 
 
 def test_the_executable_is_removed_after_the_checks(tmp_path: Path) -> None:
+    """The program's checks run again once the call has its slot, just before the
+    launch (red-team finding 6), so a change since the render is refused there."""
     program = _program(tmp_path)
     handle = CommandHandle.load({"name": "p", "handle": "command", "command": str(program)})
     executor = Executor()
     invocation = handle.render(None, executor.policy)
     program.unlink()
-    with nothing_left_behind(), pytest.raises(LaunchError) as caught:
+    with nothing_left_behind(), pytest.raises(CommandError) as caught:
         trio.run(executor.run, invocation)
     assert caught.value.pointer == "/command"
-    assert "the program could not be started" in str(caught.value)
-    assert "ENOENT" in str(caught.value)
+    assert "the command does not exist" in str(caught.value)
+    assert executor.spawned == 0
     _program(tmp_path)
     assert trio.run(executor.run, invocation).stdout == "ran\n"
 
@@ -197,9 +207,10 @@ def test_the_executable_loses_its_execute_bit_after_the_checks(tmp_path: Path) -
     executor = Executor()
     invocation = handle.render(None, executor.policy)
     program.chmod(0o644)  # even root cannot execute a file with no execute bit
-    with nothing_left_behind(), pytest.raises(LaunchError) as caught:
-        trio.run(executor.run, invocation)
-    assert caught.value.pointer == "/command" and "EACCES" in str(caught.value)
+    with nothing_left_behind(), pytest.raises(CommandError) as caught:
+        trio.run(executor.run, invocation)  # the check repeated before the launch
+    assert caught.value.pointer == "/command" and "not executable" in str(caught.value)
+    assert executor.spawned == 0
     # The checks catch it on the next call, before anything is launched.
     with pytest.raises(CommandError, match="is not executable by this user"):
         executor.call_sync(handle)
@@ -216,38 +227,6 @@ def test_the_executable_is_replaced_by_something_that_cannot_run(tmp_path: Path)
     with pytest.raises(LaunchError) as caught:
         trio.run(executor.run, invocation)
     assert "ENOEXEC" in str(caught.value) and caught.value.pointer == "/command"
-
-
-def unprivileged(scenario: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run ``scenario`` in a forked child that drops root (root is never refused
-    a directory) and return what it reports."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        code = 1
-        try:
-            os.close(read_end)
-            # The checkout may sit in a directory only root can enter (mktemp -d):
-            # work from / so that nothing depends on where the tests live.
-            os.chdir("/")
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
-            data = json.dumps(scenario()).encode()
-            code = 0
-        except BaseException as exc:  # reported to the parent, which fails the test
-            data = json.dumps({"error": repr(exc)}).encode()
-        with os.fdopen(write_end, "wb") as sink:
-            sink.write(data)
-        os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as source:
-        data = source.read()
-    _, status = os.waitpid(pid, 0)
-    reported: dict[str, Any] = json.loads(data)
-    assert os.waitstatus_to_exitcode(status) == 0, reported
-    return reported
 
 
 def _permission_scenario() -> dict[str, Any]:

@@ -166,3 +166,17 @@ def test_a_handle_migrated_from_utcp_gets_the_guard(tmp_path: Path) -> None:
 def test_the_programs_these_tests_attack_are_installed() -> None:
     for program in ("sort", "ssh", "vim", "gcc", "git", "grep"):
         assert shutil.which(program), f"{program} is needed (see .ci/run)"
+
+
+def test_the_spec_charset_is_not_shell_safe_as_docs_args_says(tmp_path: Path) -> None:
+    """Red-team finding 9: the claim was wrong, so the docs now say what the set
+    guarantees. A token the 'spec' policy admits runs a command when a program
+    hands it to a shell, as watch does; docs/args.md says never to do that."""
+    canary = tmp_path / "canary"
+    value = f"x;touch${{IFS}}{canary}"
+    (token,) = encode_args([value])  # model data, admitted by the default policy
+    assert token == value
+    subprocess.run(["sh", "-c", f"echo {token}"], capture_output=True, check=True)
+    assert canary.exists()
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "args.md").read_text()
+    assert "not safe for a\n  program that hands its arguments to a shell" in docs

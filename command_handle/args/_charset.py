@@ -6,6 +6,9 @@ ranges also leave out 0x61-0x7A, which would forbid every lowercase letter;
 that is an erratum, docs/spec-notes.md.) ``argv`` allows anything but NUL:
 tokens go to the program as separate argv entries and no shell ever reads
 them, so quotes and spaces are harmless; NUL cannot be passed at all.
+
+Neither makes a token safe for a program that passes it to a shell: ``spec``
+admits ``;``, ``|``, ``$``, ``(`` and backticks (docs/args.md).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import anyio
 from ..errors import AfterRunError, CommandHandleError, HandleError
 from ..handle import CommandHandle, Invocation
 from ..plan import Plan
-from ..policy import Policy
+from ..policy import Policy, check_program
 from ._drive import ChunkCallback
 from ._plan import PlanResult, prepare_plan, run_plan
 from ._process import run_invocation, run_invocation_sync
@@ -162,12 +162,18 @@ class Executor:
         invocation = handle.render(args, self.policy)
         return self._shape(handle, self.run_sync(invocation))
 
+    def _check_again(self, invocation: Invocation) -> None:
+        """The program's checks, repeated once the slot is ours, just before the
+        launch: a link swapped while the call waited is caught here."""
+        check_program(invocation.argv[0], self.policy, "/command")
+
     async def run(
         self, invocation: Invocation, on_chunk: ChunkCallback | None = None
     ) -> CommandResult:
         """Run an already validated :class:`~command_handle.handle.Invocation`."""
         await self._slots.acquire()
         try:
+            self._check_again(invocation)
             return await run_invocation(invocation, on_chunk, self._count_spawn)
         finally:
             self._slots.release()
@@ -176,6 +182,7 @@ class Executor:
         """Blocking form of :meth:`run`."""
         self._slots.acquire_sync()
         try:
+            self._check_again(invocation)
             return run_invocation_sync(invocation, self._count_spawn)
         finally:
             self._slots.release()

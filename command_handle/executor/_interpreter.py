@@ -21,6 +21,7 @@ import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import anyio.lowlevel
@@ -48,7 +49,7 @@ from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
 from ._plan_result import PlanResult, StepResult
 from ._process import RESOURCE_ERRNOS, resource_error
 from ._shell import BuiltinIO, ShellState
-from ._spawn import launch
+from ._spawn import launch, launch_async
 from ._supervise import Output, supervise
 from .builtins import BUILTINS
 
@@ -356,14 +357,18 @@ class _PlanRun:
                 fds = [descriptor(target) for target in table]
                 self.launched = True
                 self.on_spawn()
-                child = launch(
-                    words,  # argv[0] as written, as bash passes it
-                    executable=path,
-                    env=env,
-                    cwd=state.cwd,
-                    stdin=fds[0],
-                    stdout=fds[1],
-                    stderr=fds[2],
+                child = await launch_async(
+                    partial(
+                        launch,
+                        words,  # argv[0] as written, as bash passes it
+                        executable=path,
+                        env=env,
+                        cwd=state.cwd,
+                        stdin=fds[0],
+                        stdout=fds[1],
+                        stderr=fds[2],
+                    ),
+                    not self.policy.allow_setuid,
                 )
             except OSError as exc:
                 if exc.errno in RESOURCE_ERRNOS:

@@ -28,7 +28,7 @@ from ..handle import Invocation
 from ._capture import Capture
 from ._drive import ChunkCallback, drive, drive_sync
 from ._result import CommandResult
-from ._spawn import launch
+from ._spawn import Child, launch, launch_async, launch_sync
 from ._supervise import Events, Outcome, Output, Request, supervise
 
 __all__ = [
@@ -92,48 +92,63 @@ class _HandleRun:
         self.started = time.monotonic()
         self.captures: dict[str, Capture] = {}
 
-    def start(self, stream: bool) -> Generator[Request, Events, Outcome]:
-        """Create the pipes and launch; raises LaunchError with nothing left open."""
+    def open_pipes(self) -> None:
+        """Create the pipes; ``child_fds`` are the child's three streams."""
         inv = self.invocation
-        ours: list[int] = []  # our ends, handed to the supervisor on success
-        theirs: list[int] = []  # the child's ends, closed once it has them
-        outputs: list[Output] = []
-        stdin_fd = -1
-        child_fds: list[int | None] = [subprocess.DEVNULL, None, None]
+        self.ours: list[int] = []  # our ends, handed to the supervisor
+        self.theirs: list[int] = []  # the child's ends, closed once it has them
+        self.outputs: list[Output] = []
+        self.stdin_fd = -1
+        self.child_fds: list[int | None] = [subprocess.DEVNULL, None, None]
         try:
             if inv.stdin is not None:
-                read_end, stdin_fd = os.pipe()
-                theirs.append(read_end)
-                ours.append(stdin_fd)
-                child_fds[0] = read_end
+                read_end, self.stdin_fd = os.pipe()
+                self.theirs.append(read_end)
+                self.ours.append(self.stdin_fd)
+                self.child_fds[0] = read_end
             for index, name, mode in ((1, "stdout", inv.stdout), (2, "stderr", inv.stderr)):
                 if mode == "pipe":
                     read_end, write_end = os.pipe()
-                    ours.append(read_end)
-                    theirs.append(write_end)
+                    self.ours.append(read_end)
+                    self.theirs.append(write_end)
                     capture = self.captures[name] = Capture(inv.max_output)
-                    outputs.append(Output(name, read_end, capture))
-                    child_fds[index] = write_end
+                    self.outputs.append(Output(name, read_end, capture))
+                    self.child_fds[index] = write_end
                 elif mode == "ignore":
-                    child_fds[index] = subprocess.DEVNULL
-            child = launch(
-                inv.argv,
-                executable=inv.argv[0],
-                env=inv.env,
-                cwd=inv.cwd,
-                stdin=child_fds[0],
-                stdout=child_fds[1],
-                stderr=child_fds[2],
-            )
+                    self.child_fds[index] = subprocess.DEVNULL
         except OSError as exc:
-            _close(ours)
+            self.close_all()
             raise launch_error(exc, inv.cwd, "/directory") from None
-        finally:
-            _close(theirs)
+
+    def launch(self) -> Child:
+        """Start the child (on the spawner thread, usually)."""
+        inv = self.invocation
+        fds = self.child_fds
+        return launch(
+            inv.argv,
+            executable=inv.argv[0],
+            env=inv.env,
+            cwd=inv.cwd,
+            stdin=fds[0],
+            stdout=fds[1],
+            stderr=fds[2],
+        )
+
+    def close_all(self) -> None:
+        _close(self.ours)
+        _close(self.theirs)
+
+    def launch_failed(self, exc: OSError) -> LaunchError:
+        self.close_all()
+        return launch_error(exc, self.invocation.cwd, "/directory")
+
+    def supervise(self, child: Child, stream: bool) -> Generator[Request, Events, Outcome]:
+        _close(self.theirs)
+        inv = self.invocation
         return supervise(
             child,
-            outputs,
-            stdin_fd=stdin_fd,
+            self.outputs,
+            stdin_fd=self.stdin_fd,
             stdin_data=inv.stdin or b"",
             timeout=inv.timeout,
             grace=inv.kill_grace,
@@ -181,10 +196,17 @@ async def run_invocation(
     # deadline that passed meanwhile is only noticed once we yield to the loop.
     await anyio.lowlevel.checkpoint()
     run = _HandleRun(invocation)
+    run.open_pipes()
     if on_spawn is not None:
         on_spawn()
-    supervisor = run.start(stream=on_chunk is not None)
-    return run.result(await drive(supervisor, on_chunk))
+    try:
+        child = await launch_async(run.launch, invocation.no_new_privs)
+    except OSError as exc:
+        raise run.launch_failed(exc) from None
+    except BaseException:
+        run.close_all()
+        raise
+    return run.result(await drive(run.supervise(child, on_chunk is not None), on_chunk))
 
 
 def run_invocation_sync(
@@ -192,6 +214,14 @@ def run_invocation_sync(
 ) -> CommandResult:
     """Run ``invocation`` in the calling thread, with no event loop."""
     run = _HandleRun(invocation)
+    run.open_pipes()
     if on_spawn is not None:
         on_spawn()
-    return run.result(drive_sync(run.start(stream=False)))
+    try:
+        child = launch_sync(run.launch, invocation.no_new_privs)
+    except OSError as exc:
+        raise run.launch_failed(exc) from None
+    except BaseException:
+        run.close_all()
+        raise
+    return run.result(drive_sync(run.supervise(child, False)))

@@ -6,18 +6,46 @@ forks can be signalled together), and no descriptor but its three streams.
 Its exit is announced on a descriptor, so any event loop, or none, can wait
 for it together with the child's pipes: a pidfd where the kernel has one, else
 a pipe written by a thread that waits for the child.
+
+Every child has ``no_new_privs``: the kernel ignores set-user-ID bits and file
+capabilities when it execs. The flag belongs to a thread and is inherited by
+the processes it starts, and it can never be cleared, so it is set once on a
+thread of our own, :class:`Spawner`, which starts every child; the
+application's threads keep theirs. A ``preexec_fn`` would do it per child but
+forces fork instead of vfork (several times slower). ``Policy.allow_setuid``
+is the only way to start a child without it.
 """
 
 from __future__ import annotations
 
+import _thread
+import asyncio
 import contextlib
+import ctypes
+import functools
 import os
+import queue
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-__all__ = ["Child", "launch"]
+import sniffio
+
+__all__ = [
+    "Child",
+    "Spawner",
+    "adopt_orphans",
+    "launch",
+    "launch_async",
+    "launch_sync",
+    "spawner",
+]
+
+T = TypeVar("T")
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_GET_CHILD_SUBREAPER = 37
 
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 
@@ -95,3 +123,217 @@ def launch(
         close_fds=True,
     )
     return Child(popen)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _set_no_new_privs() -> None:
+    if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
+
+
+class _Job:
+    __slots__ = ("error", "function", "value", "wake")
+
+    def __init__(self, function: Callable[[], object], wake: Callable[[], None]) -> None:
+        self.function = function
+        self.wake = wake  # how the caller learns it is done: a lock, or its event loop
+        self.value: object = None
+        self.error: BaseException | None = None
+
+    def run(self, failure: BaseException | None) -> None:
+        if failure is not None:
+            self.error = failure
+        else:
+            try:
+                self.value = self.function()
+            except BaseException as exc:  # handed to the caller
+                self.error = exc
+        self.wake()
+
+    def result(self) -> object:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class Spawner:
+    """Threads with ``no_new_privs`` set that run launches for any caller.
+
+    A sync caller blocks on a lock the thread releases; an async caller is
+    woken through its own loop (``call_soon_threadsafe``, or the trio token).
+    One thread starts on first use; more start, up to ``size``, while every
+    one is busy, so concurrent callers do not queue behind one vfork.
+    """
+
+    def __init__(self, setup: Callable[[], None], size: int = 4) -> None:
+        self._setup = setup
+        self._size = size
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+
+    def _serve(self) -> None:
+        failure: OSError | None = None
+        try:
+            self._setup()
+        except OSError as exc:
+            failure = exc  # every launch refused: no child without the flag
+        while True:
+            with self._lock:
+                self._idle += 1
+            job = self._jobs.get()
+            with self._lock:
+                self._idle -= 1
+            job.run(failure)
+
+    def _submit(self, job: _Job) -> None:
+        with self._lock:
+            start = self._idle == 0 and self._threads < self._size
+            if start:
+                self._threads += 1
+        if start:
+            name = f"command-handle-spawner-{self._threads}"
+            threading.Thread(target=self._serve, name=name, daemon=True).start()
+        self._jobs.put(job)
+
+    def call(self, function: Callable[[], T]) -> T:
+        """Run ``function`` on a spawner thread; block until it returns."""
+        done = _thread.allocate_lock()
+        done.acquire()
+        job = _Job(function, done.release)
+        self._submit(job)
+        done.acquire()
+        return job.result()  # type: ignore[return-value]
+
+    async def call_async(self, function: Callable[[], T]) -> T:
+        """Run ``function`` on a spawner thread; await it under trio or asyncio.
+
+        The wait is shielded: a launch cannot be taken back, so a cancelled
+        caller still receives the child (and kills it) rather than orphaning it.
+        """
+        if sniffio.current_async_library() == "trio":
+            import trio
+
+            token = trio.lowlevel.current_trio_token()
+            finished = trio.Event()
+            job = _Job(function, lambda: token.run_sync_soon(finished.set))
+            self._submit(job)
+            with trio.CancelScope(shield=True):
+                await finished.wait()
+        else:
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
+
+            def resolve() -> None:
+                if not future.done():
+                    future.set_result(None)
+
+            def wake() -> None:
+                loop.call_soon_threadsafe(resolve)
+
+            job = _Job(function, wake)
+            self._submit(job)
+            cancelled = False
+            while not future.done():
+                try:
+                    await asyncio.shield(future)
+                except asyncio.CancelledError:
+                    cancelled = True  # the launch finishes first; the child is then ours
+            if cancelled:
+                # Delivered at the caller's next await, once the child is supervised,
+                # so the cancellation kills it instead of orphaning it.
+                task = asyncio.current_task()
+                if task is not None:
+                    task.cancel()
+        return job.result()  # type: ignore[return-value]
+
+
+spawner = Spawner(_set_no_new_privs)
+
+
+def _forget_the_thread() -> None:
+    """A forked child has none of its parent's threads: start new ones there."""
+    global spawner, _reaper_started
+    spawner = Spawner(_set_no_new_privs)
+    _reaper_started = False
+    _orphan_groups.clear()
+
+
+os.register_at_fork(after_in_child=_forget_the_thread)
+
+
+def launch_sync(start: Callable[[], T], no_new_privs: bool) -> T:
+    """Run a launch in this thread's way: on the spawner thread when the child
+    must have ``no_new_privs``, else here."""
+    return spawner.call(start) if no_new_privs else start()  # the module's current one
+
+
+async def launch_async(start: Callable[[], T], no_new_privs: bool) -> T:
+    """The same under trio or asyncio."""
+    return await spawner.call_async(start) if no_new_privs else start()
+
+
+# -- orphans, when this process is PID 1 or a child subreaper ------------------------
+#
+# Descendants killed with a child's process group are reparented to init, which
+# reaps them. When this process is init (PID 1, as in many containers) or a
+# child subreaper, they are reparented to us, and nobody else will reap them.
+# We reap exactly those: the members of groups we killed, with waitid on the
+# group, never other children of the application.
+
+_orphan_groups: set[int] = set()
+_orphans_lock = threading.Lock()
+_orphans_wake = threading.Event()
+_reaper_started = False
+
+
+def _is_reaper() -> bool:
+    if os.getpid() == 1:
+        return True
+    flag = ctypes.c_int(0)
+    return _libc().prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and bool(
+        flag.value
+    )
+
+
+def _reap_group(pgid: int) -> bool:
+    """Reap what has exited in ``pgid``; False once no child of ours is in it."""
+    try:
+        while os.waitid(os.P_PGID, pgid, os.WEXITED | os.WNOHANG) is not None:
+            pass
+    except ChildProcessError:
+        return False
+    return True
+
+
+def _reap_orphans() -> None:
+    while True:
+        _orphans_wake.wait(0.05)
+        _orphans_wake.clear()
+        with _orphans_lock:
+            groups = list(_orphan_groups)
+        for pgid in groups:
+            if not _reap_group(pgid):
+                with _orphans_lock:
+                    _orphan_groups.discard(pgid)
+
+
+def adopt_orphans(pgid: int) -> None:
+    """After a child was reaped and its group killed: reap the group's members
+    that are reparented to us, if we are init or a subreaper."""
+    global _reaper_started
+    if not _is_reaper() or not _reap_group(pgid):
+        return
+    with _orphans_lock:
+        _orphan_groups.add(pgid)
+        start = not _reaper_started
+        _reaper_started = True
+    if start:
+        threading.Thread(target=_reap_orphans, name="command-handle-reaper", daemon=True).start()
+    _orphans_wake.set()

@@ -25,7 +25,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from ._capture import Capture
-from ._spawn import Child
+from ._spawn import Child, adopt_orphans
 
 __all__ = ["Abort", "Deliver", "Outcome", "Output", "Request", "Wait", "supervise"]
 
@@ -218,6 +218,7 @@ def supervise(
             child.kill_group()
             child.reap()
         child.close()
+        adopt_orphans(child.pid)
     code = child.returncode
     assert code is not None
     return Outcome(code, timed_out, aborted)

@@ -18,6 +18,7 @@ applied by this module. Included content is not transformed (section 4.4 step
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -102,7 +103,12 @@ class Includer:
                 pointer,
             )
         try:
-            with open(target, "rb") as handle:
+            # Non-blocking, so that opening a FIFO (or a device) returns at once;
+            # anything but a regular file is then refused before it is read.
+            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with open(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise IncludeError(f"$include target {name} is not a regular file", pointer)
                 data = handle.read(self.max_bytes + 1)
         except FileNotFoundError:
             raise IncludeError(f"$include file {name} does not exist", pointer) from None

@@ -30,6 +30,7 @@ class Invocation:
     max_output: int = 10 * 1024 * 1024
     kill_grace: float = 2.0
     handle_name: str = field(default="", compare=False)
+    no_new_privs: bool = True  # False only when Policy.allow_setuid
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -42,4 +43,5 @@ class Invocation:
             "encoding": self.encoding,
             "timeout": self.timeout,
             "max_output": self.max_output,
+            "no_new_privs": self.no_new_privs,
         }

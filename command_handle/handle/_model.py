@@ -290,6 +290,7 @@ class CommandHandle(BaseModel):
             max_output=max_output,
             kill_grace=policy.kill_grace,
             handle_name=self.name,
+            no_new_privs=not policy.allow_setuid,
         )
 
     def _written_command(self) -> str | None:

@@ -214,6 +214,7 @@ def _legacy_invocation(
         max_output=policy.max_output,
         kill_grace=policy.kill_grace,
         handle_name=plan.name,
+        no_new_privs=not policy.allow_setuid,
     )
 
 
