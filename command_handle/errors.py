@@ -28,6 +28,7 @@ __all__ = [
     "OptionArgumentError",
     "PolicyError",
     "PolicyTypeError",
+    "SandboxError",
     "TemplateEvaluationError",
     "TranslationError",
     "Violation",
@@ -130,6 +131,11 @@ class DirectoryError(HandleError):
 
 class EnvironmentVariableError(HandleError):
     """An environment variable has an invalid or refused name or value."""
+
+
+class SandboxError(HandleError):
+    """The policy asks for a sandbox this kernel cannot enforce; nothing ran.
+    The message says what is missing (``command-handle sandbox check``)."""
 
 
 class LaunchError(HandleError):

@@ -25,9 +25,10 @@ from ..handle import CommandHandle, Invocation
 from ..plan import Plan
 from ..policy import Policy, check_program
 from ._drive import ChunkCallback
-from ._plan import PlanResult, prepare_plan, run_plan
+from ._plan import PlanResult, PreparedPlan, prepare_plan, run_plan
 from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
+from ._sandbox import call_tmpdir, profile_for, spawner_for
 from ._slots import Slots
 
 __all__ = ["Event", "EventStream", "Executor", "HandleSource"]
@@ -171,19 +172,32 @@ class Executor:
         self, invocation: Invocation, on_chunk: ChunkCallback | None = None
     ) -> CommandResult:
         """Run an already validated :class:`~command_handle.handle.Invocation`."""
+        profile = profile_for(self.policy)  # a sandbox this kernel lacks: refused here
         await self._slots.acquire()
         try:
             self._check_again(invocation)
-            return await run_invocation(invocation, on_chunk, self._count_spawn)
+            with call_tmpdir(profile) as tmpdir:
+                return await run_invocation(
+                    _with_tmpdir(invocation, tmpdir),
+                    on_chunk,
+                    self._count_spawn,
+                    spawner_for(profile) if profile else None,
+                )
         finally:
             self._slots.release()
 
     def run_sync(self, invocation: Invocation) -> CommandResult:
         """Blocking form of :meth:`run`."""
+        profile = profile_for(self.policy)
         self._slots.acquire_sync()
         try:
             self._check_again(invocation)
-            return run_invocation_sync(invocation, self._count_spawn)
+            with call_tmpdir(profile) as tmpdir:
+                return run_invocation_sync(
+                    _with_tmpdir(invocation, tmpdir),
+                    self._count_spawn,
+                    spawner_for(profile) if profile else None,
+                )
         finally:
             self._slots.release()
 
@@ -248,9 +262,15 @@ class Executor:
         ran. The whole plan holds one concurrency slot and shares ``policy.timeout``.
         """
         prepared = prepare_plan(plan, arguments, variables or {}, self.policy)
+        profile = profile_for(self.policy)
         await self._slots.acquire()
         try:
-            return await run_plan(prepared, self._count_spawn)
+            with call_tmpdir(profile) as tmpdir:
+                return await run_plan(
+                    _plan_with_tmpdir(prepared, tmpdir),
+                    self._count_spawn,
+                    spawner_for(profile) if profile else None,
+                )
         finally:
             self._slots.release()
 
@@ -263,11 +283,30 @@ class Executor:
         """Blocking form of :meth:`run_plan`. A plan's pipelines run concurrently,
         so this runs an asyncio loop for the call's duration."""
         prepared = prepare_plan(plan, arguments, variables or {}, self.policy)
+        profile = profile_for(self.policy)
         self._slots.acquire_sync()
         try:
-            return anyio.run(run_plan, prepared, self._count_spawn)
+            with call_tmpdir(profile) as tmpdir:
+                return anyio.run(
+                    run_plan,
+                    _plan_with_tmpdir(prepared, tmpdir),
+                    self._count_spawn,
+                    spawner_for(profile) if profile else None,
+                )
         finally:
             self._slots.release()
+
+
+def _with_tmpdir(invocation: Invocation, tmpdir: str | None) -> Invocation:
+    if tmpdir is None:
+        return invocation
+    return replace(invocation, env={**invocation.env, "TMPDIR": tmpdir})
+
+
+def _plan_with_tmpdir(prepared: PreparedPlan, tmpdir: str | None) -> PreparedPlan:
+    if tmpdir is None:
+        return prepared
+    return replace(prepared, env={**prepared.env, "TMPDIR": tmpdir})
 
 
 def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -49,7 +49,7 @@ from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
 from ._plan_result import PlanResult, StepResult
 from ._process import RESOURCE_ERRNOS, resource_error
 from ._shell import BuiltinIO, ShellState
-from ._spawn import launch, launch_async
+from ._spawn import Spawner, launch, launch_async
 from ._supervise import Output, supervise
 from .builtins import BUILTINS
 
@@ -124,7 +124,9 @@ class _PlanRun:
         arguments: Mapping[str, str],
         policy: Policy,
         on_spawn: Callable[[], None],
+        confined: Spawner | None = None,
     ) -> None:
+        self.confined = confined
         self.plan = plan
         self.arguments = arguments
         self.policy = policy
@@ -369,6 +371,7 @@ class _PlanRun:
                         stderr=fds[2],
                     ),
                     not self.policy.allow_setuid,
+                    self.confined,
                 )
             except OSError as exc:
                 if exc.errno in RESOURCE_ERRNOS:
@@ -422,8 +425,11 @@ class _PlanRun:
         return data.decode("utf-8", "surrogateescape")
 
 
-async def run_plan(prepared: PreparedPlan, on_spawn: Callable[[], None]) -> PlanResult:
-    """Run a checked utcp-mode plan (see :func:`prepare_plan`)."""
+async def run_plan(
+    prepared: PreparedPlan, on_spawn: Callable[[], None], confined: Spawner | None = None
+) -> PlanResult:
+    """Run a checked utcp-mode plan (see :func:`prepare_plan`); ``confined`` is the
+    sandbox profile's spawner, if any."""
     env, cwd = prepared.env, prepared.cwd
     state = ShellState(cwd, dict(env), set(env))
     state.set("PWD", cwd, export=True)
@@ -432,9 +438,8 @@ async def run_plan(prepared: PreparedPlan, on_spawn: Callable[[], None]) -> Plan
         # exported), without its relative '.' entry.
         state.set("PATH", BASH_DEFAULT_PATH)
     try:
-        return await _PlanRun(prepared.plan, prepared.arguments, prepared.policy, on_spawn).run(
-            state
-        )
+        run = _PlanRun(prepared.plan, prepared.arguments, prepared.policy, on_spawn, confined)
+        return await run.run(state)
     except OSError as exc:
         if exc.errno in RESOURCE_ERRNOS:
             raise resource_error(exc) from None

@@ -90,7 +90,7 @@ def prepare_plan(
     if violations:
         raise ArgumentsError(violations)
     env = plan_environment(plan, variables, policy)
-    cwd = resolve_directory(plan.working_dir, "/working_dir")
+    cwd = resolve_directory(plan.working_dir or policy.workspace, "/working_dir")
     search = policy.search_path
     if search is None:
         search = tuple(env.get("PATH", BASH_DEFAULT_PATH).split(os.pathsep))

@@ -28,7 +28,7 @@ from ..handle import Invocation
 from ._capture import Capture
 from ._drive import ChunkCallback, drive, drive_sync
 from ._result import CommandResult
-from ._spawn import Child, launch, launch_async, launch_sync
+from ._spawn import Child, Spawner, launch, launch_async, launch_sync
 from ._supervise import Events, Outcome, Output, Request, supervise
 
 __all__ = [
@@ -185,6 +185,7 @@ async def run_invocation(
     invocation: Invocation,
     on_chunk: ChunkCallback | None = None,
     on_spawn: Callable[[], None] | None = None,
+    confined: Spawner | None = None,
 ) -> CommandResult:
     """Run ``invocation`` to completion, timeout or cancellation (trio or asyncio).
 
@@ -200,7 +201,7 @@ async def run_invocation(
     if on_spawn is not None:
         on_spawn()
     try:
-        child = await launch_async(run.launch, invocation.no_new_privs)
+        child = await launch_async(run.launch, invocation.no_new_privs, confined)
     except OSError as exc:
         raise run.launch_failed(exc) from None
     except BaseException:
@@ -210,7 +211,9 @@ async def run_invocation(
 
 
 def run_invocation_sync(
-    invocation: Invocation, on_spawn: Callable[[], None] | None = None
+    invocation: Invocation,
+    on_spawn: Callable[[], None] | None = None,
+    confined: Spawner | None = None,
 ) -> CommandResult:
     """Run ``invocation`` in the calling thread, with no event loop."""
     run = _HandleRun(invocation)
@@ -218,7 +221,7 @@ def run_invocation_sync(
     if on_spawn is not None:
         on_spawn()
     try:
-        child = launch_sync(run.launch, invocation.no_new_privs)
+        child = launch_sync(run.launch, invocation.no_new_privs, confined)
     except OSError as exc:
         raise run.launch_failed(exc) from None
     except BaseException:

@@ -40,6 +40,7 @@ __all__ = [
     "launch",
     "launch_async",
     "launch_sync",
+    "set_no_new_privs",
     "spawner",
 ]
 
@@ -130,7 +131,7 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _set_no_new_privs() -> None:
+def set_no_new_privs() -> None:
     if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
@@ -254,13 +255,13 @@ class Spawner:
         return job.result()  # type: ignore[return-value]
 
 
-spawner = Spawner(_set_no_new_privs)
+spawner = Spawner(set_no_new_privs)
 
 
 def _forget_the_thread() -> None:
     """A forked child has none of its parent's threads: start new ones there."""
     global spawner, _reaper_started
-    spawner = Spawner(_set_no_new_privs)
+    spawner = Spawner(set_no_new_privs)
     _reaper_started = False
     _orphan_groups.clear()
 
@@ -268,15 +269,25 @@ def _forget_the_thread() -> None:
 os.register_at_fork(after_in_child=_forget_the_thread)
 
 
-def launch_sync(start: Callable[[], T], no_new_privs: bool) -> T:
-    """Run a launch in this thread's way: on the spawner thread when the child
-    must have ``no_new_privs``, else here."""
-    return spawner.call(start) if no_new_privs else start()  # the module's current one
+def _chosen(no_new_privs: bool, confined: Spawner | None) -> Spawner | None:
+    if confined is not None:
+        return confined
+    return spawner if no_new_privs else None  # the module's current one (see fork)
 
 
-async def launch_async(start: Callable[[], T], no_new_privs: bool) -> T:
+def launch_sync(start: Callable[[], T], no_new_privs: bool, confined: Spawner | None = None) -> T:
+    """Run a launch: on a sandbox profile's spawner (``confined``), else on the
+    ``no_new_privs`` spawner, else (``Policy.allow_setuid``) in this thread."""
+    chosen = _chosen(no_new_privs, confined)
+    return chosen.call(start) if chosen is not None else start()
+
+
+async def launch_async(
+    start: Callable[[], T], no_new_privs: bool, confined: Spawner | None = None
+) -> T:
     """The same under trio or asyncio."""
-    return await spawner.call_async(start) if no_new_privs else start()
+    chosen = _chosen(no_new_privs, confined)
+    return await chosen.call_async(start) if chosen is not None else start()
 
 
 # -- orphans, when this process is PID 1 or a child subreaper ------------------------

@@ -243,7 +243,12 @@ class CommandHandle(BaseModel):
         directory = self._evaluate(templates, "directory", args)
         if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
-        cwd = resolve_directory(directory if isinstance(directory, str) else None)
+        if isinstance(directory, str):
+            cwd = resolve_directory(directory)
+        elif policy.workspace is not None:  # the workspace is the default directory
+            cwd = resolve_directory(policy.workspace, "/directory")
+        else:
+            cwd = resolve_directory(None)
         program = resolve_command(command, cwd, policy, shown=self._written_command())
         environment = self._evaluate(templates, "environment", args, frozenset())
         env = resolve_environment(

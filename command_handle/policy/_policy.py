@@ -99,6 +99,9 @@ OPTION_ENVIRONMENT: tuple[str, ...] = (
 )
 
 
+SANDBOX_MODES = ("off", "read-only", "workspace-write")
+
+
 def is_dangerous_name(name: str, patterns: Iterable[str] = DANGEROUS_ENVIRONMENT) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
@@ -129,6 +132,18 @@ class Policy:
     - ``max_output``: bytes kept per stream, and the cap on a handle's ``max_output``.
     - ``kill_grace``: seconds between SIGTERM and SIGKILL to the process group.
     - ``max_concurrency``: children an :class:`Executor` runs at once.
+    - ``sandbox``: ``"off"`` (default), ``"read-only"`` or ``"workspace-write"``
+      (docs/sandbox.md). Confined children read the filesystem except
+      ``deny_read`` and write only devices, a private ``TMPDIR`` and, with
+      ``workspace-write``, the ``workspace`` and ``writable_roots``.
+    - ``workspace``: a directory; also the working directory of handles and
+      templates that name none, and the root of ``within: "workspace"`` paths.
+    - ``network``: TCP connect and bind allowed; default on without a sandbox,
+      off with one.
+    - ``writable_roots``, ``deny_read``: more writable directories; paths a
+      confined child may not read (``~`` is the home directory).
+    - ``sandbox_required``: refuse to run when the kernel cannot enforce the
+      sandbox (default); with False, run unconfined and log a warning.
     """
 
     search_path: tuple[str, ...] | None = None
@@ -138,6 +153,12 @@ class Policy:
     allowed_commands: frozenset[str] | None = None
     match_command_names: bool = False
     allow_computed_command: bool = False
+    sandbox: str = "off"
+    workspace: str | None = None
+    network: bool | None = None
+    writable_roots: tuple[str, ...] = ()
+    deny_read: tuple[str, ...] = ()
+    sandbox_required: bool = True
     timeout: float = 60.0
     max_output: int = 10 * 1024 * 1024
     kill_grace: float = 2.0
@@ -166,6 +187,7 @@ class Policy:
             object.__setattr__(self, "allowed_commands", allowed)
             real = frozenset(os.path.realpath(entry) for entry in allowed if "/" in entry)
             object.__setattr__(self, "_real_commands", real)
+        self._check_sandbox()
         for name in ("timeout", "kill_grace"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -181,6 +203,56 @@ class Policy:
                 raise PolicyTypeError(f"Policy.{name} must be an int, not {type(value).__name__}")
             if value <= 0:
                 raise PolicyError(f"Policy.{name} must be at least 1")
+
+    def _check_sandbox(self) -> None:
+        if self.sandbox not in SANDBOX_MODES:
+            raise PolicyError(
+                f"Policy.sandbox must be one of {', '.join(SANDBOX_MODES)}, not {self.sandbox!r}"
+            )
+        for flag in ("sandbox_required",):
+            if not isinstance(getattr(self, flag), bool):
+                raise PolicyTypeError(f"Policy.{flag} must be a bool")
+        if self.network is not None and not isinstance(self.network, bool):
+            raise PolicyTypeError("Policy.network must be a bool or None")
+        if self.workspace is not None:
+            if not isinstance(self.workspace, (str, os.PathLike)):
+                raise PolicyTypeError("Policy.workspace must be a path")
+            workspace = os.path.realpath(os.fspath(self.workspace))
+            if not os.path.isdir(workspace):
+                raise PolicyError(f"Policy.workspace {workspace!r} is not a directory")
+            object.__setattr__(self, "workspace", workspace)
+        roots = tuple(
+            os.path.realpath(root) for root in _names("writable_roots", self.writable_roots)
+        )
+        denied = tuple(
+            os.path.realpath(os.path.expanduser(path))
+            for path in _names("deny_read", self.deny_read)
+        )
+        object.__setattr__(self, "writable_roots", roots)
+        object.__setattr__(self, "deny_read", denied)
+        if self.sandbox == "off":
+            if self.network is False:
+                raise PolicyError(
+                    "Policy.network=False needs a sandbox (read-only or workspace-write)"
+                )
+            if roots or denied:
+                raise PolicyError("writable_roots and deny_read need a sandbox")
+            return
+        if self.sandbox == "workspace-write" and self.workspace is None:
+            raise PolicyError('Policy.sandbox="workspace-write" needs a workspace directory')
+        writable = [*roots, self.workspace] if self.sandbox == "workspace-write" else [*roots]
+        for path in denied:
+            for root in writable:
+                if root is not None and (path == root or path.startswith(root.rstrip("/") + "/")):
+                    raise PolicyError(
+                        f"deny_read {path!r} lies inside the writable {root!r}: a confined "
+                        "child could not be kept from reading it"
+                    )
+
+    @property
+    def network_allowed(self) -> bool:
+        """Whether children may connect and bind (the default depends on the sandbox)."""
+        return self.network if self.network is not None else self.sandbox == "off"
 
     def path_entries(self) -> tuple[str, ...]:
         if self.search_path is not None:

@@ -1,0 +1,99 @@
+"""Which spawner starts a child: the policy's sandbox profile, made once.
+
+Landlock restricts a thread and what it starts, for good. So each profile
+(mode, writable roots, denied paths, network) gets spawner threads of its own
+that set ``no_new_privs`` and restrict themselves once, at start; every call
+with that profile is then launched from them at no extra cost. Each profile
+has a temporary root the children may write; each call gets a fresh
+directory in it as ``TMPDIR``, removed when the call ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+
+from ..errors import SandboxError
+from ..policy import Policy
+from ._landlock import SandboxProfile, abi_version, restrict_self, support
+from ._spawn import Spawner, set_no_new_privs
+
+__all__ = ["call_tmpdir", "profile_for", "spawner_for"]
+
+log = logging.getLogger("command_handle")
+_lock = threading.Lock()
+_profiles: dict[tuple[object, ...], SandboxProfile] = {}
+_spawners: dict[SandboxProfile, Spawner] = {}
+
+
+def _missing(policy: Policy) -> str | None:
+    """Why this kernel cannot enforce the policy's sandbox, or None."""
+    report = support()
+    if not report["filesystem"]:
+        return str(report["why"])
+    if not policy.network_allowed and abi_version() < 4:
+        return str(report["why_network"])
+    return None
+
+
+def profile_for(policy: Policy) -> SandboxProfile | None:
+    """The profile to confine this policy's children to; None for no sandbox.
+
+    Raises :class:`SandboxError` (nothing runs) when the kernel cannot enforce
+    it and the policy requires it; otherwise logs a warning and returns None.
+    """
+    if policy.sandbox == "off":
+        return None
+    missing = _missing(policy)
+    if missing is not None:
+        if policy.sandbox_required:
+            raise SandboxError(
+                f"the {policy.sandbox} sandbox cannot be enforced here: {missing}; nothing "
+                "ran (Policy.sandbox_required=False runs unconfined, with a warning)"
+            )
+        log.warning(
+            "running unconfined: the %s sandbox cannot be enforced: %s", policy.sandbox, missing
+        )
+        return None
+    writable = policy.writable_roots
+    if policy.sandbox == "workspace-write" and policy.workspace is not None:
+        writable = (policy.workspace, *writable)
+    key = (policy.sandbox, writable, policy.deny_read, policy.network_allowed)
+    with _lock:
+        profile = _profiles.get(key)
+        if profile is None:
+            root = tempfile.mkdtemp(prefix="command-handle-tmp-")
+            profile = _profiles[key] = SandboxProfile(
+                policy.sandbox, writable, policy.deny_read, policy.network_allowed, root
+            )
+        return profile
+
+
+def spawner_for(profile: SandboxProfile) -> Spawner:
+    with _lock:
+        spawner = _spawners.get(profile)
+        if spawner is None:
+
+            def setup(profile: SandboxProfile = profile) -> None:
+                set_no_new_privs()
+                restrict_self(profile)
+
+            spawner = _spawners[profile] = Spawner(setup)
+        return spawner
+
+
+@contextlib.contextmanager
+def call_tmpdir(profile: SandboxProfile | None) -> Iterator[str | None]:
+    """A fresh TMPDIR for one confined call, removed afterwards."""
+    if profile is None:
+        yield None
+        return
+    path = tempfile.mkdtemp(prefix="call-", dir=profile.tmp_root)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
