@@ -26,6 +26,7 @@ __all__ = [
     "HandleLoadError",
     "LaunchError",
     "OptionArgumentError",
+    "PathArgumentError",
     "PolicyError",
     "PolicyTypeError",
     "SandboxError",
@@ -109,6 +110,20 @@ class OptionArgumentError(ArgumentsError):
 
     def __str__(self) -> str:
         return f"{self.message} (at {self.pointer})" if self.pointer else self.message
+
+
+class PathArgumentError(ArgumentsError):
+    """A path argument leaves the root the handle keeps it in (``paths``), or
+    does not exist when it must. The message speaks to the model:
+    "`file` must be a path inside the workspace"."""
+
+    def __init__(self, parameter: str, pointer: str, why: str) -> None:
+        super().__init__([Violation(pointer, why, "path")])
+        self.parameter = parameter
+        self.message = f"`{parameter}` {why}"
+
+    def __str__(self) -> str:
+        return f"{self.message} (at {self.pointer})"
 
 
 class TemplateEvaluationError(HandleError):

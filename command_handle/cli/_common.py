@@ -7,7 +7,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
@@ -19,12 +19,14 @@ __all__ = [
     "EXIT_OK",
     "EXIT_REFUSED",
     "Signalled",
+    "add_sandbox_flags",
     "UsageError",
     "printable",
     "read_json_argument",
     "read_object",
     "report",
     "run_interruptibly",
+    "sandbox_settings",
 ]
 
 T = TypeVar("T")
@@ -121,3 +123,31 @@ def run_interruptibly(call: Callable[[], Awaitable[T]]) -> T:
     if received:
         raise Signalled(received[0])
     return outcome[0]
+
+
+def add_sandbox_flags(parser: Any) -> None:
+    """``--sandbox MODE --workspace DIR [--network]``, the same on every command that runs."""
+    parser.add_argument(
+        "--sandbox",
+        choices=("off", "read-only", "workspace-write"),
+        default="off",
+        help="confine the program (docs/sandbox.md)",
+    )
+    parser.add_argument(
+        "--workspace", help="the workspace: writable with workspace-write, the default directory"
+    )
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        default=None,
+        help="allow TCP connect and bind in a sandbox (off by default when sandboxed)",
+    )
+
+
+def sandbox_settings(options: Any) -> dict[str, Any]:
+    """The Policy fields the sandbox flags set."""
+    return {
+        "sandbox": options.sandbox,
+        "workspace": options.workspace,
+        "network": options.network,
+    }

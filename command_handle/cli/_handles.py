@@ -14,7 +14,15 @@ from ..conformance import default_vectors_dir, format_table, load_vectors, run_v
 from ..executor import CommandResult, Executor
 from ..handle import CommandHandle
 from ..policy import Policy
-from ._common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, printable, read_json_argument
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    add_sandbox_flags,
+    printable,
+    read_json_argument,
+    sandbox_settings,
+)
 
 __all__ = ["add_handle_parsers"]
 
@@ -34,7 +42,7 @@ def _cmd_eval(options: argparse.Namespace) -> int:
 
 
 def _policy(options: argparse.Namespace) -> Policy:
-    return Policy(inherit_environment=tuple(options.inherit_env or ()))
+    return Policy(inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options))
 
 
 def _call_args(options: argparse.Namespace) -> object:
@@ -132,6 +140,14 @@ def _cmd_conformance(options: argparse.Namespace) -> int:
     return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
 
 
+def _cmd_sandbox_check(options: argparse.Namespace) -> int:
+    from ..executor import sandbox_support
+
+    report = sandbox_support()
+    print(_json.stringify(report, indent=2))
+    return EXIT_OK if report["filesystem"] else EXIT_FAILED
+
+
 def add_handle_parsers(commands: Any) -> None:
     evaluate = commands.add_parser("eval", help="evaluate a Tool Form template")
     evaluate.add_argument("template", help="a JSON template file")
@@ -155,12 +171,14 @@ def add_handle_parsers(commands: Any) -> None:
         metavar="NAME",
         help="pass this host variable to the child",
     )
+    add_sandbox_flags(run)
     run.set_defaults(run=_cmd_run)
 
     render = commands.add_parser("render", help="show what a handle would run, without running it")
     render.add_argument("handle")
     render.add_argument("--args", help="the arguments: JSON text, or @file, or @- for stdin")
     render.add_argument("--inherit-env", action="append", metavar="NAME")
+    add_sandbox_flags(render)
     render.set_defaults(run=_cmd_render)
 
     validate = commands.add_parser("validate", help="check Command Handle files")
@@ -176,3 +194,10 @@ def add_handle_parsers(commands: Any) -> None:
     conformance.add_argument("--vectors", help="vectors directory (default: spec_tests/vectors)")
     conformance.add_argument("--suite", help="run only this suite")
     conformance.set_defaults(run=_cmd_conformance)
+
+    sandbox = commands.add_parser("sandbox", help="the sandbox on this machine")
+    sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    check = sandbox_commands.add_parser(
+        "check", help="print what this machine can enforce, and why not (exit 1 if nothing)"
+    )
+    check.set_defaults(run=_cmd_sandbox_check)

@@ -8,7 +8,14 @@ from typing import Any
 
 from .. import _json, utcp
 from ..policy import Policy
-from ._common import EXIT_FAILED, EXIT_OK, read_object, run_interruptibly
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_sandbox_flags,
+    read_object,
+    run_interruptibly,
+    sandbox_settings,
+)
 
 __all__ = ["add_utcp_parser"]
 
@@ -37,7 +44,7 @@ def _cmd_translate(options: argparse.Namespace) -> int:
 def _cmd_run(options: argparse.Namespace) -> int:
     args = read_object(options.args, "--args")
     variables = {k: str(v) for k, v in read_object(options.variables, "--variables").items()}
-    policy = Policy(allow_environment=tuple(options.allow_env or ()))
+    policy = Policy(allow_environment=tuple(options.allow_env or ()), **sandbox_settings(options))
     source = _source(options)
     result = run_interruptibly(lambda: utcp.run(source, args, variables=variables, policy=policy))
     if options.json:
@@ -85,6 +92,7 @@ def add_utcp_parser(commands: Any) -> None:
         help="let the template set this loader/interpreter variable (e.g. PYTHONPATH)",
     )
     run.add_argument("--json", action="store_true", help="print every step's output and status")
+    add_sandbox_flags(run)
     run.set_defaults(run=_cmd_run)
 
     tools = sub.add_parser(

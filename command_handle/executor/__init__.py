@@ -5,6 +5,7 @@
 """
 
 from ._executor import Event, EventStream, Executor, HandleSource
+from ._landlock import support as sandbox_support
 from ._plan import PlanResult, StepResult, plan_environment, prepare_plan
 from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
@@ -21,4 +22,5 @@ __all__ = [
     "prepare_plan",
     "run_invocation",
     "run_invocation_sync",
+    "sandbox_support",
 ]

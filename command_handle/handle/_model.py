@@ -39,6 +39,7 @@ from ..policy import (
 )
 from ._invocation import Invocation, StreamMode
 from ._options import allowed_values, check_option_like, refusal_from_encoding
+from ._paths import check_directory_within, check_paths
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
 
@@ -100,6 +101,16 @@ class CommandHandle(BaseModel):
     timeout: float | None = Field(default=None, gt=0, description="seconds; the policy caps it")
     max_output: int | None = Field(default=None, gt=0, description="bytes kept per stream")
     result: Any = Field(default=None, description="Tool Form over the execution result")
+    paths: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='parameters that are paths kept inside a root: {"file": {"within": '
+        '"workspace", "exists": true}} (within: "workspace" or an absolute directory)',
+    )
+    directory_within: str | None = Field(
+        default=None,
+        description='keep a directory computed from the arguments inside "workspace" or '
+        "an absolute directory",
+    )
     options_allowed: list[str] = Field(
         default_factory=list,
         description="parameters whose values may begin with '-', '+' or '@' (the program "
@@ -152,6 +163,26 @@ class CommandHandle(BaseModel):
         if self.command is None:
             raise _FieldError("a Command Handle needs a command", "/command")
         declared = self.parameters.get("properties", {})
+        for name, rule in self.paths.items():
+            if not isinstance(declared, dict) or name not in declared:
+                raise _FieldError(
+                    f"paths names {name!r}, which is not a property of parameters",
+                    f"/paths/{name}",
+                )
+            unknown = sorted(set(rule) - {"within", "exists"})
+            if unknown:
+                raise _FieldError(f"unknown path rule {unknown[0]!r}", f"/paths/{name}")
+            within = rule.get("within", "workspace")
+            if not isinstance(within, str) or (within != "workspace" and not os.path.isabs(within)):
+                raise _FieldError(
+                    'within is "workspace" or an absolute directory', f"/paths/{name}/within"
+                )
+        if self.directory_within is not None and not (
+            self.directory_within == "workspace" or os.path.isabs(self.directory_within)
+        ):
+            raise _FieldError(
+                'directory_within is "workspace" or an absolute directory', "/directory_within"
+            )
         for index, name in enumerate(self.options_allowed):
             if not isinstance(declared, dict) or name not in declared:
                 raise _FieldError(
@@ -245,10 +276,13 @@ class CommandHandle(BaseModel):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
         if isinstance(directory, str):
             cwd = resolve_directory(directory)
+            if self.directory_within is not None:
+                check_directory_within(cwd, self.directory_within, policy)
         elif policy.workspace is not None:  # the workspace is the default directory
             cwd = resolve_directory(policy.workspace, "/directory")
         else:
             cwd = resolve_directory(None)
+        check_paths(self.paths, args, cwd, policy)
         program = resolve_command(command, cwd, policy, shown=self._written_command())
         environment = self._evaluate(templates, "environment", args, frozenset())
         env = resolve_environment(
