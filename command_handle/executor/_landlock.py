@@ -124,7 +124,9 @@ def _readable(path: str, denied: tuple[str, ...]) -> Iterator[tuple[str, int]]:
     Landlock only grants, so a denied path is carved out by granting each
     sibling along the way instead of the parent. The parents keep READ_DIR
     (their entries can be listed), never READ_FILE or EXECUTE."""
-    if path in denied:
+    if path in denied or os.path.islink(path):
+        # A link is not granted: a rule on it would apply to its target, which may
+        # be a denied hierarchy; every target is reached by its real path anyway.
         return
     if not _beneath_denied(path, denied):
         yield path, READ
