@@ -346,3 +346,43 @@ def test_a_denied_path_stays_denied_through_links(tmp_path: Path) -> None:
     handle = python_handle_with_argv(code, *map(str, paths))
     policy = Policy(sandbox="read-only", deny_read=(str(home / ".ssh"),))
     assert Executor(policy).call_sync(handle).stdout == "denied\ndenied\ndenied\n"
+
+
+# -- limits ------------------------------------------------------------------------------
+
+
+def test_cpu_and_memory_limits_hold_on_the_child(run: Run) -> None:
+    from .processes import python_handle
+
+    spinner = python_handle("while True:\n    pass\n", timeout=30)
+    result = run(Executor(Policy(max_cpu_seconds=1)), spinner)
+    assert result.signal_name in ("SIGXCPU", "SIGKILL") and not result.timed_out
+    hungry = python_handle("x = bytearray(400 * 2**20)\nprint(len(x))")
+    limited = run(Executor(Policy(max_memory=200 * 2**20)), hungry)
+    assert limited.exit_code == 1 and "MemoryError" in str(limited.stderr)
+    assert run(Executor(), hungry).stdout == f"{400 * 2**20}\n"  # the canary: fine without
+
+
+def test_a_process_limit_holds_for_an_unprivileged_user() -> None:
+    """RLIMIT_NPROC counts every process of the user, and root is exempt."""
+    from .processes import python_handle, unprivileged
+
+    def scenario() -> dict[str, Any]:
+        forker = python_handle(  # Debian's python: nobody cannot enter /root's
+            "import subprocess\n"
+            "kids = []\n"
+            "try:\n"
+            "    for _ in range(50):\n"
+            "        kids.append(subprocess.Popen(['sleep', '5']))\n"
+            "except OSError:\n"
+            "    pass\n"
+            "print(len(kids))\n"
+            "for k in kids:\n"
+            "    k.kill()\n",
+            command="/usr/bin/python3",
+        )
+        limited = Executor(Policy(max_processes=10)).call_sync(forker)
+        return {"started": int(str(limited.stdout))}
+
+    out = unprivileged(scenario)
+    assert out["started"] < 10

@@ -369,6 +369,7 @@ class _PlanRun:
                         stdin=fds[0],
                         stdout=fds[1],
                         stderr=fds[2],
+                        limits=self.policy.child_limits,
                     ),
                     not self.policy.allow_setuid,
                     self.confined,

@@ -132,6 +132,7 @@ class _HandleRun:
             stdin=fds[0],
             stdout=fds[1],
             stderr=fds[2],
+            limits=inv.limits,
         )
 
     def close_all(self) -> None:

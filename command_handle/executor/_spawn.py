@@ -25,6 +25,7 @@ import ctypes
 import functools
 import os
 import queue
+import resource
 import signal
 import subprocess
 import threading
@@ -106,11 +107,15 @@ def launch(
     stdin: int | None,
     stdout: int | None,
     stderr: int | None,
+    limits: Sequence[tuple[int, int]] = (),
 ) -> Child:
     """Start ``executable`` with ``argv`` in a new session.
 
     The streams are descriptors (``subprocess.DEVNULL`` for /dev/null, None to
-    share ours). Raises OSError when the system refuses; nothing is left running.
+    share ours). ``limits`` are ``(RLIMIT_*, value)`` pairs set on the child
+    with prlimit as soon as it exists (a ``preexec_fn`` would set them before
+    exec, but forces fork). Raises OSError when the system refuses; nothing is
+    left running.
     """
     popen = subprocess.Popen(
         list(argv),
@@ -123,6 +128,9 @@ def launch(
         start_new_session=True,
         close_fds=True,
     )
+    for kind, value in limits:
+        with contextlib.suppress(ProcessLookupError):  # it has already exited
+            resource.prlimit(popen.pid, kind, (value, value))
     return Child(popen)
 
 

@@ -31,6 +31,7 @@ class Invocation:
     kill_grace: float = 2.0
     handle_name: str = field(default="", compare=False)
     no_new_privs: bool = True  # False only when Policy.allow_setuid
+    limits: tuple[tuple[int, int], ...] = ()  # (RLIMIT_*, value) set on the child
 
     def to_json(self) -> dict[str, object]:
         return {

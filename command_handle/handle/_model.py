@@ -330,6 +330,7 @@ class CommandHandle(BaseModel):
             kill_grace=policy.kill_grace,
             handle_name=self.name,
             no_new_privs=not policy.allow_setuid,
+            limits=policy.child_limits,
         )
 
     def _written_command(self) -> str | None:

@@ -144,6 +144,10 @@ class Policy:
       confined child may not read (``~`` is the home directory).
     - ``sandbox_required``: refuse to run when the kernel cannot enforce the
       sandbox (default); with False, run unconfined and log a warning.
+    - ``max_cpu_seconds``, ``max_memory`` (bytes of address space),
+      ``max_processes``: optional limits on each child (RLIMIT_CPU, RLIMIT_AS,
+      RLIMIT_NPROC; the last counts all processes of the user, and root is
+      exempt from it).
     """
 
     search_path: tuple[str, ...] | None = None
@@ -159,6 +163,9 @@ class Policy:
     writable_roots: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = ()
     sandbox_required: bool = True
+    max_cpu_seconds: int | None = None
+    max_memory: int | None = None
+    max_processes: int | None = None
     timeout: float = 60.0
     max_output: int = 10 * 1024 * 1024
     kill_grace: float = 2.0
@@ -188,6 +195,14 @@ class Policy:
             real = frozenset(os.path.realpath(entry) for entry in allowed if "/" in entry)
             object.__setattr__(self, "_real_commands", real)
         self._check_sandbox()
+        for name in ("max_cpu_seconds", "max_memory", "max_processes"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise PolicyTypeError(f"Policy.{name} must be an int or None")
+            if value <= 0:
+                raise PolicyError(f"Policy.{name} must be at least 1")
         for name in ("timeout", "kill_grace"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -248,6 +263,18 @@ class Policy:
                         f"deny_read {path!r} lies inside the writable {root!r}: a confined "
                         "child could not be kept from reading it"
                     )
+
+    @property
+    def child_limits(self) -> tuple[tuple[int, int], ...]:
+        """The resource limits to set on each child, as ``(RLIMIT_*, value)``."""
+        import resource
+
+        pairs = (
+            (resource.RLIMIT_CPU, self.max_cpu_seconds),
+            (resource.RLIMIT_AS, self.max_memory),
+            (resource.RLIMIT_NPROC, self.max_processes),
+        )
+        return tuple((kind, value) for kind, value in pairs if value is not None)
 
     @property
     def network_allowed(self) -> bool:

@@ -215,6 +215,7 @@ def _legacy_invocation(
         kill_grace=policy.kill_grace,
         handle_name=plan.name,
         no_new_privs=not policy.allow_setuid,
+        limits=policy.child_limits,
     )
 
 
