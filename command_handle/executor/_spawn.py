@@ -34,6 +34,8 @@ from typing import TypeVar
 
 import sniffio
 
+from . import _posix_spawn
+
 __all__ = [
     "Child",
     "Spawner",
@@ -54,13 +56,16 @@ _HAS_PIDFD = hasattr(os, "pidfd_open")
 
 class Child:
     """A started child: its pid, the descriptor that becomes readable when it
-    exits, and its status once reaped."""
+    exits, and its status once reaped. ``popen`` is set when ``subprocess``
+    started it (then Popen does the reaping, so it never reaps a pid twice)."""
 
-    __slots__ = ("_notify_write", "exit_fd", "pid", "popen")
+    __slots__ = ("_lock", "_notify_write", "_returncode", "exit_fd", "pid", "popen")
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, pid: int, popen: subprocess.Popen[bytes] | None = None) -> None:
         self.popen = popen
-        self.pid = popen.pid
+        self.pid = pid
+        self._returncode: int | None = None
+        self._lock = threading.Lock()
         self._notify_write = -1
         self.exit_fd = -1
         if _HAS_PIDFD:
@@ -73,17 +78,22 @@ class Child:
         threading.Thread(target=self._wait_in_thread, daemon=True).start()
 
     def _wait_in_thread(self) -> None:
-        self.popen.wait()
+        self.reap()
         os.close(self._notify_write)  # end-of-file on exit_fd: the child has exited
 
     @property
     def returncode(self) -> int | None:
-        return self.popen.returncode
+        return self.popen.returncode if self.popen is not None else self._returncode
 
     def reap(self) -> int:
         """The exit status, once ``exit_fd`` is readable (negative: killed by a signal)."""
-        code = self.popen.wait()
-        return code
+        if self.popen is not None:
+            return self.popen.wait()
+        with self._lock:
+            if self._returncode is None:
+                _, status = os.waitpid(self.pid, 0)
+                self._returncode = os.waitstatus_to_exitcode(status)
+            return self._returncode
 
     def signal_group(self, signum: int) -> None:
         """Signal the child's whole process group (it leads its own session)."""
@@ -117,21 +127,27 @@ def launch(
     exec, but forces fork). Raises OSError when the system refuses; nothing is
     left running.
     """
-    popen = subprocess.Popen(
-        list(argv),
-        executable=executable,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-    )
+    if _posix_spawn.available() and all(
+        fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in (stdin, stdout, stderr)
+    ):
+        child = Child(_posix_spawn.spawn(argv, executable, env, cwd, (stdin, stdout, stderr)))
+    else:  # no glibc extensions here: subprocess does the same, more slowly
+        popen = subprocess.Popen(
+            list(argv),
+            executable=executable,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+        child = Child(popen.pid, popen)
     for kind, value in limits:
         with contextlib.suppress(ProcessLookupError):  # it has already exited
-            resource.prlimit(popen.pid, kind, (value, value))
-    return Child(popen)
+            resource.prlimit(child.pid, kind, (value, value))
+    return child
 
 
 @functools.cache

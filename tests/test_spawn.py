@@ -1,0 +1,52 @@
+"""What a child starts with, whichever launch path this machine uses
+(glibc's posix_spawn, or subprocess where its extensions are missing)."""
+
+from __future__ import annotations
+
+import os
+
+from command_handle import CommandHandle, Executor
+from command_handle.executor import _posix_spawn
+
+from .conftest import Run
+
+
+def _status(run: Run) -> dict[str, str]:
+    handle = CommandHandle.load(
+        {
+            "name": "status",
+            "handle": "command",
+            "command": "grep",
+            "arguments": ["-E", "^(SigIgn|SigBlk|NoNewPrivs):", "/proc/self/status"],
+        }
+    )
+    lines = str(run(Executor(), handle).stdout).splitlines()
+    return dict(line.split(":\t") for line in lines)
+
+
+def test_the_child_starts_with_default_signals_and_none_blocked(run: Run) -> None:
+    """Python ignores SIGPIPE, and glibc's posix_spawn would leave its internal
+    signals as the spawning thread has them: the child gets neither."""
+    status = _status(run)
+    assert int(status["SigIgn"], 16) == 0, status
+    assert int(status["SigBlk"], 16) == 0, status
+    assert status["NoNewPrivs"] == "1"
+
+
+def test_no_descriptor_of_ours_reaches_the_child(run: Run) -> None:
+    leaky = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(leaky, True)  # not close-on-exec: only closefrom keeps it out
+    try:
+        handle = CommandHandle.load(
+            {"name": "fds", "handle": "command", "command": "ls", "arguments": ["/proc/self/fd"]}
+        )
+        fds = sorted(int(fd) for fd in str(run(Executor(), handle).stdout).split())
+    finally:
+        os.close(leaky)
+    # 0, 1, 2, and the directory ls has open while it lists.
+    assert fds[:3] == [0, 1, 2] and len(fds) == 4, fds
+
+
+def test_this_machine_uses_the_fast_launch() -> None:
+    """Debian's glibc has posix_spawn's chdir and closefrom extensions."""
+    assert _posix_spawn.available()
