@@ -386,3 +386,44 @@ def test_a_process_limit_holds_for_an_unprivileged_user() -> None:
 
     out = unprivileged(scenario)
     assert out["started"] < 10
+
+
+# -- the bubblewrap backend ----------------------------------------------------------
+
+
+def test_the_bubblewrap_backend_confines_with_namespaces(
+    run: Run, places: dict[str, Path], listener: int
+) -> None:
+    policy = Policy(
+        sandbox="workspace-write",
+        workspace=str(places["workspace"]),
+        deny_read=(str(places["secret"].parent),),
+        sandbox_backend="bubblewrap",
+    )
+    report = _probe(run, policy, places, listener)
+    assert report["write_workspace"] and report["write_tmpdir"] and report["read_system"]
+    assert not report["write_outside"] and not report["read_denied"] and not report["connect"]
+    pid_probe = python_handle_with_argv("import os; print(os.getpid())")
+    assert int(str(run(Executor(policy), pid_probe).stdout)) < 10  # its own PID namespace
+
+
+def test_the_bubblewrap_backend_still_kills_the_whole_tree(places: dict[str, Path]) -> None:
+    from .processes import wait_dead
+
+    marker = places["workspace"] / "pid"
+    code = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen(['sleep', '301.25'])\n"
+        f"open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(300)\n"
+    )
+    policy = Policy(
+        sandbox="workspace-write", workspace=str(places["workspace"]), sandbox_backend="bubblewrap"
+    )
+    from .processes import python_handle
+
+    result = Executor(policy).call_sync(python_handle(code, timeout=1.0))
+    assert result.timed_out
+    # The pid written is the namespace's; find the real sleeps by their command line.
+    leftovers = subprocess.run(["pgrep", "-f", "^sleep 301.25$"], capture_output=True, text=True)
+    assert wait_dead(int(pid) for pid in leftovers.stdout.split()) == []

@@ -24,7 +24,9 @@ from ..errors import AfterRunError, CommandHandleError, HandleError
 from ..handle import CommandHandle, Invocation
 from ..plan import Plan
 from ..policy import Policy, check_program
+from . import _bubblewrap as bubblewrap
 from ._drive import ChunkCallback
+from ._landlock import SandboxProfile
 from ._plan import PlanResult, PreparedPlan, prepare_plan, run_plan
 from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
@@ -178,7 +180,7 @@ class Executor:
             self._check_again(invocation)
             with call_tmpdir(profile) as tmpdir:
                 return await run_invocation(
-                    _with_tmpdir(invocation, tmpdir),
+                    _with_tmpdir(invocation, tmpdir, profile),
                     on_chunk,
                     self._count_spawn,
                     spawner_for(profile) if profile else None,
@@ -194,7 +196,7 @@ class Executor:
             self._check_again(invocation)
             with call_tmpdir(profile) as tmpdir:
                 return run_invocation_sync(
-                    _with_tmpdir(invocation, tmpdir),
+                    _with_tmpdir(invocation, tmpdir, profile),
                     self._count_spawn,
                     spawner_for(profile) if profile else None,
                 )
@@ -270,6 +272,7 @@ class Executor:
                     _plan_with_tmpdir(prepared, tmpdir),
                     self._count_spawn,
                     spawner_for(profile) if profile else None,
+                    profile,
                 )
         finally:
             self._slots.release()
@@ -292,15 +295,23 @@ class Executor:
                     _plan_with_tmpdir(prepared, tmpdir),
                     self._count_spawn,
                     spawner_for(profile) if profile else None,
+                    profile,
                 )
         finally:
             self._slots.release()
 
 
-def _with_tmpdir(invocation: Invocation, tmpdir: str | None) -> Invocation:
+def _with_tmpdir(
+    invocation: Invocation, tmpdir: str | None, profile: SandboxProfile | None = None
+) -> Invocation:
     if tmpdir is None:
         return invocation
-    return replace(invocation, env={**invocation.env, "TMPDIR": tmpdir})
+    invocation = replace(invocation, env={**invocation.env, "TMPDIR": tmpdir})
+    if profile is not None and profile.backend == "bubblewrap":
+        invocation = replace(
+            invocation, bubblewrap=bubblewrap.prefix(profile, invocation.cwd, tmpdir)
+        )
+    return invocation
 
 
 def _plan_with_tmpdir(prepared: PreparedPlan, tmpdir: str | None) -> PreparedPlan:

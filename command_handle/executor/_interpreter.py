@@ -42,9 +42,11 @@ from ..plan import (
     word_text,
 )
 from ..policy import Policy, check_program
+from . import _bubblewrap as bubblewrap
 from ._capture import Capture
 from ._drive import drive
 from ._expand import Segment, fields, join
+from ._landlock import SandboxProfile
 from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
 from ._plan_result import PlanResult, StepResult
 from ._process import RESOURCE_ERRNOS, resource_error
@@ -127,6 +129,7 @@ class _PlanRun:
         confined: Spawner | None = None,
     ) -> None:
         self.confined = confined
+        self.bubblewrap: tuple[SandboxProfile, str] | None = None
         self.plan = plan
         self.arguments = arguments
         self.policy = policy
@@ -359,11 +362,16 @@ class _PlanRun:
                 fds = [descriptor(target) for target in table]
                 self.launched = True
                 self.on_spawn()
+                argv, executable = words, path
+                if self.bubblewrap is not None:  # bwrap starts it inside its namespaces
+                    profile, tmpdir = self.bubblewrap
+                    wrapper = bubblewrap.prefix(profile, state.cwd, tmpdir)
+                    argv, executable = [*wrapper, path, *words[1:]], wrapper[0]
                 child = await launch_async(
                     partial(
                         launch,
-                        words,  # argv[0] as written, as bash passes it
-                        executable=path,
+                        argv,  # argv[0] as written, as bash passes it
+                        executable=executable,
                         env=env,
                         cwd=state.cwd,
                         stdin=fds[0],
@@ -427,7 +435,10 @@ class _PlanRun:
 
 
 async def run_plan(
-    prepared: PreparedPlan, on_spawn: Callable[[], None], confined: Spawner | None = None
+    prepared: PreparedPlan,
+    on_spawn: Callable[[], None],
+    confined: Spawner | None = None,
+    profile: SandboxProfile | None = None,
 ) -> PlanResult:
     """Run a checked utcp-mode plan (see :func:`prepare_plan`); ``confined`` is the
     sandbox profile's spawner, if any."""
@@ -440,6 +451,8 @@ async def run_plan(
         state.set("PATH", BASH_DEFAULT_PATH)
     try:
         run = _PlanRun(prepared.plan, prepared.arguments, prepared.policy, on_spawn, confined)
+        if profile is not None and profile.backend == "bubblewrap":
+            run.bubblewrap = (profile, env["TMPDIR"])
         return await run.run(state)
     except OSError as exc:
         if exc.errno in RESOURCE_ERRNOS:

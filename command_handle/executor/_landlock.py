@@ -92,6 +92,7 @@ class SandboxProfile:
     deny_read: tuple[str, ...]
     network: bool
     tmp_root: str
+    backend: str = "landlock"
 
 
 def support() -> dict[str, object]:
@@ -111,6 +112,12 @@ def support() -> dict[str, object]:
     if 0 < abi < 4:
         report["why_network"] = "TCP rules need Landlock ABI 4 (Linux 6.7)"
     report["abstract_unix_sockets_and_signals"] = abi >= 6
+    from ._bubblewrap import available as bubblewrap_problem
+
+    problem = bubblewrap_problem()
+    report["bubblewrap"] = problem is None
+    if problem is not None:
+        report["why_bubblewrap"] = problem
     return report
 
 

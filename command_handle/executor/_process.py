@@ -124,9 +124,12 @@ class _HandleRun:
         """Start the child (on the spawner thread, usually)."""
         inv = self.invocation
         fds = self.child_fds
+        argv: tuple[str, ...] = inv.argv
+        if inv.bubblewrap:  # bwrap starts the program inside its namespaces
+            argv = (*inv.bubblewrap, *inv.argv)
         return launch(
-            inv.argv,
-            executable=inv.argv[0],
+            argv,
+            executable=argv[0],
             env=inv.env,
             cwd=inv.cwd,
             stdin=fds[0],

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 from ..errors import SandboxError
 from ..policy import Policy
+from . import _bubblewrap as bubblewrap
 from ._landlock import SandboxProfile, abi_version, restrict_self, support
 from ._spawn import Spawner, set_no_new_privs
 
@@ -32,6 +33,8 @@ _spawners: dict[SandboxProfile, Spawner] = {}
 
 def _missing(policy: Policy) -> str | None:
     """Why this kernel cannot enforce the policy's sandbox, or None."""
+    if policy.sandbox_backend == "bubblewrap":
+        return bubblewrap.available()
     report = support()
     if not report["filesystem"]:
         return str(report["why"])
@@ -62,18 +65,34 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
     writable = policy.writable_roots
     if policy.sandbox == "workspace-write" and policy.workspace is not None:
         writable = (policy.workspace, *writable)
-    key = (policy.sandbox, writable, policy.deny_read, policy.network_allowed)
+    key = (
+        policy.sandbox,
+        writable,
+        policy.deny_read,
+        policy.network_allowed,
+        policy.sandbox_backend,
+    )
     with _lock:
         profile = _profiles.get(key)
         if profile is None:
             root = tempfile.mkdtemp(prefix="command-handle-tmp-")
             profile = _profiles[key] = SandboxProfile(
-                policy.sandbox, writable, policy.deny_read, policy.network_allowed, root
+                policy.sandbox,
+                writable,
+                policy.deny_read,
+                policy.network_allowed,
+                root,
+                policy.sandbox_backend,
             )
         return profile
 
 
-def spawner_for(profile: SandboxProfile) -> Spawner:
+def spawner_for(profile: SandboxProfile) -> Spawner | None:
+    """The spawner of a Landlock profile; None for bubblewrap, whose children
+    start from the ordinary no_new_privs spawner (Landlock would forbid the
+    mounts bwrap makes)."""
+    if profile.backend == "bubblewrap":
+        return None
     with _lock:
         spawner = _spawners.get(profile)
         if spawner is None:

@@ -144,6 +144,9 @@ class Policy:
       confined child may not read (``~`` is the home directory).
     - ``sandbox_required``: refuse to run when the kernel cannot enforce the
       sandbox (default); with False, run unconfined and log a warning.
+    - ``sandbox_backend``: ``"landlock"`` (default) or ``"bubblewrap"``, which
+      starts each confined child in new PID and network namespaces when
+      ``bwrap`` is installed (docs/sandbox.md).
     - ``max_cpu_seconds``, ``max_memory`` (bytes of address space),
       ``max_processes``: optional limits on each child (RLIMIT_CPU, RLIMIT_AS,
       RLIMIT_NPROC; the last counts all processes of the user, and root is
@@ -163,6 +166,7 @@ class Policy:
     writable_roots: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = ()
     sandbox_required: bool = True
+    sandbox_backend: str = "landlock"
     max_cpu_seconds: int | None = None
     max_memory: int | None = None
     max_processes: int | None = None
@@ -220,6 +224,11 @@ class Policy:
                 raise PolicyError(f"Policy.{name} must be at least 1")
 
     def _check_sandbox(self) -> None:
+        if self.sandbox_backend not in ("landlock", "bubblewrap"):
+            raise PolicyError(
+                f'Policy.sandbox_backend must be "landlock" or "bubblewrap", not '
+                f"{self.sandbox_backend!r}"
+            )
         if self.sandbox not in SANDBOX_MODES:
             raise PolicyError(
                 f"Policy.sandbox must be one of {', '.join(SANDBOX_MODES)}, not {self.sandbox!r}"
