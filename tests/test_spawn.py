@@ -4,9 +4,13 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
+
+import pytest
 
 from command_handle import CommandHandle, Executor
-from command_handle.executor import _posix_spawn
+from command_handle.executor import _posix_spawn, _spawn
 
 from .conftest import Run
 
@@ -50,3 +54,25 @@ def test_no_descriptor_of_ours_reaches_the_child(run: Run) -> None:
 def test_this_machine_uses_the_fast_launch() -> None:
     """Debian's glibc has posix_spawn's chdir and closefrom extensions."""
     assert _posix_spawn.available()
+
+
+def test_an_idle_spawner_thread_ends_and_a_new_one_starts_on_demand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sandbox profile used once must not leave its threads behind for good."""
+    monkeypatch.setattr(_spawn, "_IDLE_SECONDS", 0.1)
+    spawner = _spawn.Spawner(lambda: None)
+    assert spawner.call(lambda: 1) == 1
+    deadline = time.monotonic() + 5
+    while spawner._threads and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert spawner._threads == 0
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(spawner.call(lambda: 2))) for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert results == [2] * 8

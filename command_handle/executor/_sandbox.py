@@ -10,6 +10,7 @@ directory in it as ``TMPDIR``, removed when the call ends.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import shutil
@@ -76,6 +77,7 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
         profile = _profiles.get(key)
         if profile is None:
             root = tempfile.mkdtemp(prefix="command-handle-tmp-")
+            atexit.register(shutil.rmtree, root, ignore_errors=True)
             profile = _profiles[key] = SandboxProfile(
                 policy.sandbox,
                 writable,

@@ -50,6 +50,7 @@ __all__ = [
 T = TypeVar("T")
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_GET_CHILD_SUBREAPER = 37
+_IDLE_SECONDS = 30.0  # a spawner thread with nothing to do for this long ends
 
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 
@@ -192,7 +193,8 @@ class Spawner:
     A sync caller blocks on a lock the thread releases; an async caller is
     woken through its own loop (``call_soon_threadsafe``, or the trio token).
     One thread starts on first use; more start, up to ``size``, while every
-    one is busy, so concurrent callers do not queue behind one vfork.
+    one is busy, so concurrent callers do not queue behind one vfork. A thread
+    idle for 30 s ends (a sandbox profile used once leaves no thread behind).
     """
 
     def __init__(self, setup: Callable[[], None], size: int = 4) -> None:
@@ -212,7 +214,15 @@ class Spawner:
         while True:
             with self._lock:
                 self._idle += 1
-            job = self._jobs.get()
+            try:
+                job = self._jobs.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._jobs.empty():  # jobs are put under this lock: none is lost
+                        self._idle -= 1
+                        self._threads -= 1
+                        return  # idle: a later call starts a new thread
+                job = self._jobs.get()
             with self._lock:
                 self._idle -= 1
             job.run(failure)
@@ -222,10 +232,10 @@ class Spawner:
             start = self._idle == 0 and self._threads < self._size
             if start:
                 self._threads += 1
+            self._jobs.put(job)
         if start:
             name = f"command-handle-spawner-{self._threads}"
             threading.Thread(target=self._serve, name=name, daemon=True).start()
-        self._jobs.put(job)
 
     def call(self, function: Callable[[], T]) -> T:
         """Run ``function`` on a spawner thread; block until it returns."""
