@@ -427,3 +427,51 @@ def test_the_bubblewrap_backend_still_kills_the_whole_tree(places: dict[str, Pat
     # The pid written is the namespace's; find the real sleeps by their command line.
     leftovers = subprocess.run(["pgrep", "-f", "^sleep 301.25$"], capture_output=True, text=True)
     assert wait_dead(int(pid) for pid in leftovers.stdout.split()) == []
+
+
+# -- one cgroup per call -------------------------------------------------------------
+
+SETSID_ESCAPEE = (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "        time.sleep(30)\n"
+    "    os._exit(0)\n"
+    "os.wait()\n"
+    "while not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
+    "print('parent done')\n"
+)
+
+
+def test_a_cgroup_per_call_kills_the_setsid_escapee(run: Run, tmp_path: Path) -> None:
+    """The documented limit of the group kill (docs/security.md), closed by the
+    option: the escapee is in the call's cgroup, and the cgroup is killed."""
+    from .processes import alive, wait_dead
+
+    pidfile = tmp_path / "escapee"
+    handle = python_handle_with_argv(SETSID_ESCAPEE, str(pidfile))
+    result = run(Executor(Policy(kill_grace=0.3, cgroup_per_call=True)), handle)
+    assert result.stdout == "parent done\n"
+    escapee = int(pidfile.read_text())
+    assert wait_dead([escapee]) == [], "the escapee survived its cgroup's kill"
+    # The canary: without the option it survives, as documented.
+    pidfile.unlink()
+    Executor(Policy(kill_grace=0.3)).call_sync(handle)
+    survivor = int(pidfile.read_text())
+    try:
+        assert alive(survivor)
+    finally:
+        os.kill(survivor, 9)
+
+
+def test_a_sandboxed_child_still_enters_its_cgroup() -> None:
+    """The cgroup's procs file is opened outside the sandbox; Landlock checks
+    opens, not writes, so the confined child can still move itself in."""
+    handle = python_handle_with_argv(
+        "print(open('/proc/self/cgroup').read().split('0::')[1].strip())"
+    )
+    policy = Policy(sandbox="read-only", cgroup_per_call=True)
+    cgroup = str(Executor(policy).call_sync(handle).stdout).strip()
+    assert cgroup.startswith("/command-handle-"), cgroup

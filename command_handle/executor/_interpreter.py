@@ -44,6 +44,7 @@ from ..plan import (
 from ..policy import Policy, check_program
 from . import _bubblewrap as bubblewrap
 from ._capture import Capture
+from ._cgroup import CallCgroup
 from ._drive import drive
 from ._expand import Segment, fields, join
 from ._landlock import SandboxProfile
@@ -357,6 +358,7 @@ class _PlanRun:
             return pipes[id(target)][1]
 
         await anyio.lowlevel.checkpoint_if_cancelled()  # nothing starts for a cancelled call
+        cgroup = CallCgroup() if self.policy.cgroup_per_call else None
         try:
             try:
                 fds = [descriptor(target) for target in table]
@@ -378,11 +380,14 @@ class _PlanRun:
                         stdout=fds[1],
                         stderr=fds[2],
                         limits=self.policy.child_limits,
+                        cgroup=cgroup,
                     ),
                     not self.policy.allow_setuid,
                     self.confined,
                 )
             except OSError as exc:
+                if cgroup is not None:
+                    cgroup.discard()
                 if exc.errno in RESOURCE_ERRNOS:
                     raise resource_error(exc) from None
                 reason = errno.errorcode.get(exc.errno or 0, "error")

@@ -26,6 +26,7 @@ import anyio.lowlevel
 from ..errors import LaunchError
 from ..handle import Invocation
 from ._capture import Capture
+from ._cgroup import CallCgroup
 from ._drive import ChunkCallback, drive, drive_sync
 from ._result import CommandResult
 from ._spawn import Child, Spawner, launch, launch_async, launch_sync
@@ -100,7 +101,10 @@ class _HandleRun:
         self.outputs: list[Output] = []
         self.stdin_fd = -1
         self.child_fds: list[int | None] = [subprocess.DEVNULL, None, None]
+        self.cgroup: CallCgroup | None = None
         try:
+            if inv.cgroup:  # made here: a sandboxed spawner thread may not write cgroupfs
+                self.cgroup = CallCgroup()
             if inv.stdin is not None:
                 read_end, self.stdin_fd = os.pipe()
                 self.theirs.append(read_end)
@@ -136,11 +140,15 @@ class _HandleRun:
             stdout=fds[1],
             stderr=fds[2],
             limits=inv.limits,
+            cgroup=self.cgroup,
         )
 
     def close_all(self) -> None:
         _close(self.ours)
         _close(self.theirs)
+        if self.cgroup is not None:
+            self.cgroup.discard()
+            self.cgroup = None
 
     def launch_failed(self, exc: OSError) -> LaunchError:
         self.close_all()

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from ..errors import SandboxError
 from ..policy import Policy
 from . import _bubblewrap as bubblewrap
+from ._cgroup import problem as cgroup_problem
 from ._landlock import SandboxProfile, abi_version, restrict_self, support
 from ._spawn import Spawner, set_no_new_privs
 
@@ -50,6 +51,10 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
     Raises :class:`SandboxError` (nothing runs) when the kernel cannot enforce
     it and the policy requires it; otherwise logs a warning and returns None.
     """
+    if policy.cgroup_per_call:
+        why = cgroup_problem()
+        if why is not None:
+            raise SandboxError(f"cgroup_per_call cannot be honoured here: {why}; nothing ran")
     if policy.sandbox == "off":
         return None
     missing = _missing(policy)

@@ -35,6 +35,7 @@ from typing import TypeVar
 import sniffio
 
 from . import _posix_spawn
+from ._cgroup import CallCgroup
 
 __all__ = [
     "Child",
@@ -60,11 +61,12 @@ class Child:
     exits, and its status once reaped. ``popen`` is set when ``subprocess``
     started it (then Popen does the reaping, so it never reaps a pid twice)."""
 
-    __slots__ = ("_lock", "_notify_write", "_returncode", "exit_fd", "pid", "popen")
+    __slots__ = ("_lock", "_notify_write", "_returncode", "cgroup", "exit_fd", "pid", "popen")
 
     def __init__(self, pid: int, popen: subprocess.Popen[bytes] | None = None) -> None:
         self.popen = popen
         self.pid = pid
+        self.cgroup: CallCgroup | None = None  # set by the caller when the policy asks
         self._returncode: int | None = None
         self._lock = threading.Lock()
         self._notify_write = -1
@@ -119,6 +121,7 @@ def launch(
     stdout: int | None,
     stderr: int | None,
     limits: Sequence[tuple[int, int]] = (),
+    cgroup: CallCgroup | None = None,
 ) -> Child:
     """Start ``executable`` with ``argv`` in a new session.
 
@@ -128,7 +131,27 @@ def launch(
     exec, but forces fork). Raises OSError when the system refuses; nothing is
     left running.
     """
-    if _posix_spawn.available() and all(
+    if cgroup is not None:
+        # The child must be in its cgroup before the program runs, or it could
+        # fork out of it first: it moves itself (writing "0" to cgroup.procs,
+        # opened before the launch) before exec. That needs fork, not vfork, so
+        # this opt-in path is slower (docs/sandbox.md).
+        procs = cgroup.procs
+        popen = subprocess.Popen(
+            list(argv),
+            executable=executable,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=lambda: os.write(procs, b"0") and None,
+        )
+        child = Child(popen.pid, popen)
+        child.cgroup = cgroup
+    elif _posix_spawn.available() and all(
         fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in (stdin, stdout, stderr)
     ):
         child = Child(_posix_spawn.spawn(argv, executable, env, cwd, (stdin, stdout, stderr)))

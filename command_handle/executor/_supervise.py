@@ -218,6 +218,8 @@ def supervise(
             child.kill_group()
             child.reap()
         child.close()
+        if child.cgroup is not None:  # also what left the process group
+            child.cgroup.kill()
         adopt_orphans(child.pid)
     code = child.returncode
     assert code is not None

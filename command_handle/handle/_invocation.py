@@ -32,6 +32,7 @@ class Invocation:
     handle_name: str = field(default="", compare=False)
     no_new_privs: bool = True  # False only when Policy.allow_setuid
     limits: tuple[tuple[int, int], ...] = ()  # (RLIMIT_*, value) set on the child
+    cgroup: bool = False  # a cgroup of its own, killed with the call (Policy.cgroup_per_call)
     # bwrap and its options when the sandbox backend is bubblewrap (set by the executor)
     bubblewrap: tuple[str, ...] = field(default=(), compare=False)
 

@@ -331,6 +331,7 @@ class CommandHandle(BaseModel):
             handle_name=self.name,
             no_new_privs=not policy.allow_setuid,
             limits=policy.child_limits,
+            cgroup=policy.cgroup_per_call,
         )
 
     def _written_command(self) -> str | None:

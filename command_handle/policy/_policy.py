@@ -147,6 +147,9 @@ class Policy:
     - ``sandbox_backend``: ``"landlock"`` (default) or ``"bubblewrap"``, which
       starts each confined child in new PID and network namespaces when
       ``bwrap`` is installed (docs/sandbox.md).
+    - ``cgroup_per_call``: put each child in a cgroup of its own whose kill at
+      the end of the call also catches descendants that left the process group
+      (cgroup v2 with ``cgroup.kill``; refused where unavailable).
     - ``max_cpu_seconds``, ``max_memory`` (bytes of address space),
       ``max_processes``: optional limits on each child (RLIMIT_CPU, RLIMIT_AS,
       RLIMIT_NPROC; the last counts all processes of the user, and root is
@@ -167,6 +170,7 @@ class Policy:
     deny_read: tuple[str, ...] = ()
     sandbox_required: bool = True
     sandbox_backend: str = "landlock"
+    cgroup_per_call: bool = False
     max_cpu_seconds: int | None = None
     max_memory: int | None = None
     max_processes: int | None = None
@@ -233,7 +237,7 @@ class Policy:
             raise PolicyError(
                 f"Policy.sandbox must be one of {', '.join(SANDBOX_MODES)}, not {self.sandbox!r}"
             )
-        for flag in ("sandbox_required",):
+        for flag in ("sandbox_required", "cgroup_per_call"):
             if not isinstance(getattr(self, flag), bool):
                 raise PolicyTypeError(f"Policy.{flag} must be a bool")
         if self.network is not None and not isinstance(self.network, bool):

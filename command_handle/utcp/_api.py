@@ -216,6 +216,7 @@ def _legacy_invocation(
         handle_name=plan.name,
         no_new_privs=not policy.allow_setuid,
         limits=policy.child_limits,
+        cgroup=policy.cgroup_per_call,
     )
 
 
