@@ -197,8 +197,9 @@ def test_a_plan_is_confined_too(places: dict[str, Path]) -> None:
 def test_a_machine_without_landlock_refuses_or_warns(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, places: dict[str, Path]
 ) -> None:
-    missing = {"landlock_abi": 0, "filesystem": False, "why": "Landlock is not available: test"}
-    monkeypatch.setattr(_sandbox, "support", lambda: missing)
+    monkeypatch.setattr(
+        _sandbox, "landlock_problem", lambda network: "Landlock is not available: test"
+    )
     handle = python_handle_with_argv(f"open({str(places['outside'] / 'w')!r}, 'w')")
     executor = Executor(Policy(sandbox="read-only"))
     with pytest.raises(SandboxError, match="Landlock is not available") as caught:

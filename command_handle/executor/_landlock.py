@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["SandboxProfile", "abi_version", "restrict_self", "support"]
+__all__ = ["SandboxProfile", "abi_version", "landlock_problem", "restrict_self", "support"]
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -95,22 +95,36 @@ class SandboxProfile:
     backend: str = "landlock"
 
 
+WHY_NO_LANDLOCK = (
+    "Landlock is not available: the kernel is older than 5.13, or it was built or booted "
+    "without it (lsm= must include landlock), or a seccomp filter (some container runtimes) "
+    "refuses its system calls"
+)
+WHY_NO_NETWORK_RULES = "TCP rules need Landlock ABI 4 (Linux 6.7)"
+
+
+def landlock_problem(network: bool) -> str | None:
+    """Why Landlock cannot enforce a profile here (``network``: TCP allowed), or None."""
+    abi = abi_version()
+    if abi == 0:
+        return WHY_NO_LANDLOCK
+    if not network and abi < 4:
+        return WHY_NO_NETWORK_RULES
+    return None
+
+
 def support() -> dict[str, object]:
     """What this machine can enforce, and why not (``command-handle sandbox check``)."""
     abi = abi_version()
     report: dict[str, object] = {"landlock_abi": abi}
     if abi == 0:
         report["filesystem"] = False
-        report["why"] = (
-            "Landlock is not available: the kernel is older than 5.13, or it was built or "
-            "booted without it (lsm= must include landlock), or a seccomp filter (some "
-            "container runtimes) refuses its system calls"
-        )
+        report["why"] = WHY_NO_LANDLOCK
     else:
         report["filesystem"] = True
     report["network"] = abi >= 4
     if 0 < abi < 4:
-        report["why_network"] = "TCP rules need Landlock ABI 4 (Linux 6.7)"
+        report["why_network"] = WHY_NO_NETWORK_RULES
     report["abstract_unix_sockets_and_signals"] = abi >= 6
     from ._bubblewrap import available as bubblewrap_problem
 

@@ -22,7 +22,7 @@ from ..errors import SandboxError
 from ..policy import Policy
 from . import _bubblewrap as bubblewrap
 from ._cgroup import problem as cgroup_problem
-from ._landlock import SandboxProfile, abi_version, restrict_self, support
+from ._landlock import SandboxProfile, landlock_problem, restrict_self
 from ._spawn import Spawner, set_no_new_privs
 
 __all__ = ["call_tmpdir", "profile_for", "spawner_for"]
@@ -37,12 +37,7 @@ def _missing(policy: Policy) -> str | None:
     """Why this kernel cannot enforce the policy's sandbox, or None."""
     if policy.sandbox_backend == "bubblewrap":
         return bubblewrap.available()
-    report = support()
-    if not report["filesystem"]:
-        return str(report["why"])
-    if not policy.network_allowed and abi_version() < 4:
-        return str(report["why_network"])
-    return None
+    return landlock_problem(policy.network_allowed)
 
 
 def profile_for(policy: Policy) -> SandboxProfile | None:
