@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from command_handle import CommandHandle, Executor
+from command_handle import CommandHandle, Executor, Policy
 from command_handle.executor import _posix_spawn, _spawn
 
 from .conftest import Run
@@ -76,3 +77,34 @@ def test_an_idle_spawner_thread_ends_and_a_new_one_starts_on_demand(
     for thread in threads:
         thread.join(10)
     assert results == [2] * 8
+
+
+def test_a_forked_process_gets_spawner_threads_of_its_own(tmp_path: Path) -> None:
+    """Threads do not survive fork: a forked child of the application that calls
+    the executor (also with a sandbox profile the parent already used) starts
+    its own spawner threads instead of waiting for the parent's."""
+    policy = Policy(sandbox="read-only")
+    handle = CommandHandle.load(
+        {"name": "t", "handle": "command", "command": "/bin/echo", "arguments": ["ok"]}
+    )
+    assert Executor(policy).call_sync(handle).stdout == "ok\n"  # the parent's threads exist
+    assert Executor().call_sync(handle).stdout == "ok\n"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - reports through its exit status
+        code = 1
+        try:
+            sandboxed = Executor(policy).call_sync(handle).stdout == "ok\n"
+            plain = Executor().call_sync(handle).stdout == "ok\n"
+            code = 0 if sandboxed and plain else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    raise AssertionError("the forked child hung waiting for its parent's spawner threads")

@@ -29,6 +29,7 @@ import resource
 import signal
 import subprocess
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -210,6 +211,9 @@ class _Job:
         return self.value
 
 
+_SPAWNERS: weakref.WeakSet[Spawner] = weakref.WeakSet()
+
+
 class Spawner:
     """Threads with ``no_new_privs`` set that run launches for any caller.
 
@@ -223,6 +227,12 @@ class Spawner:
     def __init__(self, setup: Callable[[], None], size: int = 4) -> None:
         self._setup = setup
         self._size = size
+        self._forget_threads()
+        _SPAWNERS.add(self)
+
+    def _forget_threads(self) -> None:
+        """Fresh state: at creation, and in a forked child, which has none of our
+        threads (and may have inherited the lock taken)."""
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads = 0
@@ -316,10 +326,13 @@ spawner = Spawner(set_no_new_privs)
 
 
 def _forget_the_thread() -> None:
-    """A forked child has none of its parent's threads: start new ones there."""
-    global spawner, _reaper_started
-    spawner = Spawner(set_no_new_privs)
+    """A forked child has none of its parent's threads: spawners and the reaper
+    start afresh there."""
+    global _reaper_started, _orphans_lock
+    for each in list(_SPAWNERS):
+        each._forget_threads()
     _reaper_started = False
+    _orphans_lock = threading.Lock()
     _orphan_groups.clear()
 
 
