@@ -10,7 +10,6 @@ from typing import Any
 import anyio
 
 from .. import _json, form
-from ..conformance import default_vectors_dir, format_table, load_vectors, run_vector
 from ..executor import CommandResult, Executor
 from ..handle import CommandHandle
 from ..policy import Policy
@@ -127,6 +126,8 @@ def _cmd_schema(options: argparse.Namespace) -> int:
 
 
 def _cmd_conformance(options: argparse.Namespace) -> int:
+    from ..conformance import default_vectors_dir, format_table, load_vectors, run_vector
+
     directory = Path(options.vectors) if options.vectors else default_vectors_dir()
     if directory is None or not directory.is_dir():
         print("command-handle: no vectors directory; pass --vectors DIR", file=sys.stderr)

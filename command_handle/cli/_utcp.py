@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .. import _json, utcp
+from .. import _json
 from ..policy import Policy
 from ._common import (
     EXIT_FAILED,
@@ -21,6 +21,8 @@ __all__ = ["add_utcp_parser"]
 
 
 def _source(options: argparse.Namespace) -> Any:
+    from .. import utcp  # tree-sitter loads only for the utcp commands
+
     loaded = utcp.load(options.file)
     if isinstance(loaded, utcp.UtcpManual):
         if not options.tool:
@@ -31,6 +33,8 @@ def _source(options: argparse.Namespace) -> Any:
 
 
 def _cmd_translate(options: argparse.Namespace) -> int:
+    from .. import utcp  # tree-sitter loads only for the utcp commands
+
     source = _source(options)
     out: dict[str, Any] = {"plan": utcp.translate(source).to_json()}
     migrated = utcp.command_handle_for(source)
@@ -42,6 +46,8 @@ def _cmd_translate(options: argparse.Namespace) -> int:
 
 
 def _cmd_run(options: argparse.Namespace) -> int:
+    from .. import utcp  # tree-sitter loads only for the utcp commands
+
     args = read_object(options.args, "--args")
     variables = {k: str(v) for k, v in read_object(options.variables, "--variables").items()}
     policy = Policy(allow_environment=tuple(options.allow_env or ()), **sandbox_settings(options))
@@ -58,6 +64,8 @@ def _cmd_run(options: argparse.Namespace) -> int:
 
 
 def _cmd_tools(options: argparse.Namespace) -> int:
+    from .. import utcp  # tree-sitter loads only for the utcp commands
+
     loaded = utcp.load(options.file)
     if not isinstance(loaded, utcp.UtcpManual):
         template = loaded
