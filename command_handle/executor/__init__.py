@@ -6,7 +6,8 @@
 
 from ._executor import Event, EventStream, Executor, HandleSource
 from ._landlock import support as sandbox_support
-from ._plan import PlanResult, StepResult, plan_environment, prepare_plan
+from ._plan_checks import plan_environment, prepare_plan
+from ._plan_result import PlanResult, StepResult
 from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
 

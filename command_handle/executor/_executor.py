@@ -27,7 +27,8 @@ from ..policy import Policy, check_program
 from . import _bubblewrap as bubblewrap
 from ._drive import ChunkCallback
 from ._landlock import SandboxProfile
-from ._plan import PlanResult, PreparedPlan, prepare_plan, run_plan
+from ._plan_checks import PreparedPlan, prepare_plan
+from ._plan_result import PlanResult
 from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
 from ._sandbox import call_tmpdir, profile_for, spawner_for
@@ -268,6 +269,8 @@ class Executor:
         await self._slots.acquire()
         try:
             with call_tmpdir(profile) as tmpdir:
+                from ._interpreter import run_plan  # loaded with the first plan
+
                 return await run_plan(
                     _plan_with_tmpdir(prepared, tmpdir),
                     self._count_spawn,
@@ -290,6 +293,8 @@ class Executor:
         self._slots.acquire_sync()
         try:
             with call_tmpdir(profile) as tmpdir:
+                from ._interpreter import run_plan
+
                 return anyio.run(
                     run_plan,
                     _plan_with_tmpdir(prepared, tmpdir),
