@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,6 +33,7 @@ from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
 from ._sandbox import call_tmpdir, profile_for, spawner_for
 from ._slots import Slots
+from ._spawn import Spawner
 
 __all__ = ["Event", "EventStream", "Executor", "HandleSource"]
 
@@ -269,16 +270,16 @@ class Executor:
         await self._slots.acquire()
         try:
             with call_tmpdir(profile) as tmpdir:
-                from ._interpreter import run_plan  # loaded with the first plan
-
-                return await run_plan(
-                    _plan_with_tmpdir(prepared, tmpdir),
-                    self._count_spawn,
-                    spawner_for(profile) if profile else None,
-                    profile,
-                )
+                return await _run_plan()(*self._plan_run(prepared, tmpdir, profile))
         finally:
             self._slots.release()
+
+    def _plan_run(
+        self, prepared: PreparedPlan, tmpdir: str | None, profile: SandboxProfile | None
+    ) -> tuple[PreparedPlan, Callable[[], None], Spawner | None, SandboxProfile | None]:
+        """The arguments of the interpreter's ``run_plan`` for one call."""
+        spawner = spawner_for(profile) if profile else None
+        return _plan_with_tmpdir(prepared, tmpdir), self._count_spawn, spawner, profile
 
     def run_plan_sync(
         self,
@@ -293,17 +294,22 @@ class Executor:
         self._slots.acquire_sync()
         try:
             with call_tmpdir(profile) as tmpdir:
-                from ._interpreter import run_plan
-
-                return anyio.run(
-                    run_plan,
-                    _plan_with_tmpdir(prepared, tmpdir),
-                    self._count_spawn,
-                    spawner_for(profile) if profile else None,
-                    profile,
-                )
+                return anyio.run(_run_plan(), *self._plan_run(prepared, tmpdir, profile))
         finally:
             self._slots.release()
+
+
+PlanRunner = Callable[
+    [PreparedPlan, Callable[[], None], Spawner | None, SandboxProfile | None],
+    Awaitable[PlanResult],
+]
+
+
+def _run_plan() -> PlanRunner:
+    """The plan interpreter, loaded with the first plan rather than at import."""
+    from ._interpreter import run_plan
+
+    return run_plan
 
 
 def _with_tmpdir(

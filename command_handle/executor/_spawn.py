@@ -132,12 +132,19 @@ def launch(
     exec, but forces fork). Raises OSError when the system refuses; nothing is
     left running.
     """
-    if cgroup is not None:
-        # The child must be in its cgroup before the program runs, or it could
-        # fork out of it first: it moves itself (writing "0" to cgroup.procs,
-        # opened before the launch) before exec. That needs fork, not vfork, so
-        # this opt-in path is slower (docs/sandbox.md).
-        procs = cgroup.procs
+    streams = (stdin, stdout, stderr)
+    if (
+        cgroup is None
+        and _posix_spawn.available()
+        and all(fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in streams)
+    ):
+        child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams))
+    else:
+        # Without glibc's extensions subprocess does the same, more slowly. With a
+        # cgroup the child must be inside before its program runs, or it could fork
+        # out first: it moves itself (writing "0" to cgroup.procs, opened before the
+        # launch) between fork and exec, which needs fork (docs/sandbox.md).
+        procs = cgroup.procs if cgroup is not None else -1
         popen = subprocess.Popen(
             list(argv),
             executable=executable,
@@ -148,27 +155,10 @@ def launch(
             env=env,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=lambda: os.write(procs, b"0") and None,
+            preexec_fn=(lambda: os.write(procs, b"0") and None) if cgroup is not None else None,
         )
         child = Child(popen.pid, popen)
         child.cgroup = cgroup
-    elif _posix_spawn.available() and all(
-        fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in (stdin, stdout, stderr)
-    ):
-        child = Child(_posix_spawn.spawn(argv, executable, env, cwd, (stdin, stdout, stderr)))
-    else:  # no glibc extensions here: subprocess does the same, more slowly
-        popen = subprocess.Popen(
-            list(argv),
-            executable=executable,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
-        child = Child(popen.pid, popen)
     for kind, value in limits:
         with contextlib.suppress(ProcessLookupError):  # it has already exited
             resource.prlimit(child.pid, kind, (value, value))
