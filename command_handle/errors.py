@@ -71,6 +71,9 @@ class Violation:
     pointer: str  # JSON Pointer into the arguments
     message: str
     keyword: str
+    # For "required" and "additionalProperties": the property names concerned
+    # (the pointer is then the object that holds them).
+    names: tuple[str, ...] = ()
 
 
 class ArgumentsError(HandleError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ._errors import LimitError
 from ._limits import Limits
 
@@ -12,6 +14,7 @@ class EvalContext:
     """State of one ``Template.evaluate`` call. Not shared between calls."""
 
     __slots__ = (
+        "application",
         "args",
         "evaluations",
         "expansion",
@@ -21,8 +24,13 @@ class EvalContext:
         "output",
     )
 
-    def __init__(self, args: object, limits: Limits) -> None:
+    def __init__(
+        self, args: object, limits: Limits, application: Mapping[str, object] | None = None
+    ) -> None:
         self.args = args
+        # Values the application supplies for extension directives (a handle's
+        # $credential and $context); never the model's, never in args.
+        self.application: Mapping[str, object] = application or {}
         self.limits = limits
         self.evaluations = 0
         self.expansion = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from .. import _json
@@ -34,6 +35,7 @@ class Template:
         *,
         provenance: bool = False,
         option_values: frozenset[str] = frozenset(),
+        application: Mapping[str, object] | None = None,
     ) -> object:
         """Evaluate against the Template Arguments ``args`` (any JSON value).
 
@@ -44,9 +46,11 @@ class Template:
         With ``provenance``, strings whose first character came from ``args``
         are returned marked (``form.extend.is_data``), so that a caller can
         guard them. ``option_values`` are strings from ``args`` that the args
-        encoding may let begin with ``-``, ``+`` or ``@``.
+        encoding may let begin with ``-``, ``+`` or ``@``. ``application`` holds
+        values that extension directives read (``ctx.application``) and that
+        ``args`` cannot reach, such as a handle's ``$credential`` and ``$context``.
         """
-        ctx = EvalContext(args, self.limits)
+        ctx = EvalContext(args, self.limits, application)
         ctx.mark_data = provenance
         ctx.option_values = option_values
         try:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Invocation", "StreamMode"]
+__all__ = ["MASK", "Invocation", "StreamMode"]
+
+MASK = "********"  # what a credential's value is shown as
 
 StreamMode = Literal["pipe", "ignore", "inherit"]
 
@@ -35,13 +37,26 @@ class Invocation:
     cgroup: bool = False  # a cgroup of its own, killed with the call (Policy.cgroup_per_call)
     # bwrap and its options when the sandbox backend is bubblewrap (set by the executor)
     bubblewrap: tuple[str, ...] = field(default=(), compare=False)
+    # Variables whose values hold a credential, and whether stdin does: every
+    # display of the invocation (render, approval, events) masks them.
+    masked_environment: frozenset[str] = frozenset()
+    stdin_masked: bool = False
+
+    def shown_environment(self) -> dict[str, str]:
+        """``env`` with each credential-bearing value replaced by :data:`MASK`."""
+        masked = self.masked_environment
+        return {name: MASK if name in masked else value for name, value in self.env.items()}
 
     def to_json(self) -> dict[str, object]:
+        """The invocation for display, with credentials masked."""
+        stdin: str | None = None
+        if self.stdin is not None:
+            stdin = MASK if self.stdin_masked else self.stdin.decode("utf-8", "replace")
         return {
             "argv": list(self.argv),
-            "env": dict(self.env),
+            "env": self.shown_environment(),
             "cwd": self.cwd,
-            "stdin": None if self.stdin is None else self.stdin.decode("utf-8", "replace"),
+            "stdin": stdin,
             "stdout": self.stdout,
             "stderr": self.stderr,
             "encoding": self.encoding,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import itertools
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ from pydantic import (
 
 from .. import _json, _jsonschema, form
 from .._documents import read_document
+from .._secrets import MIN_REDACTED, secret_values
 from ..args import OptionLikeError
 from ..errors import (
     ArgumentsError,
@@ -40,6 +42,7 @@ from ..policy import (
 from ._invocation import Invocation, StreamMode
 from ._options import allowed_values, check_option_like, refusal_from_encoding
 from ._paths import check_directory_within, check_paths
+from .directives._registry import registry_for
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
 
@@ -116,10 +119,26 @@ class CommandHandle(BaseModel):
         description="parameters whose values may begin with '-', '+' or '@' (the program "
         "takes them as options on purpose, as grep -e takes a pattern)",
     )
+    security: dict[str, Any] | list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Tool Handle 2.4: a Security Object (or an array of them) naming how to "
+        "obtain the credential; never the credential itself",
+    )
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="a JSON Schema (type object) of the structured result: the value of the "
+        "result template (MCP outputSchema)",
+    )
+    annotations: dict[str, Any] | None = Field(
+        default=None,
+        description="hints for clients, with MCP's names: title, readOnlyHint, "
+        "destructiveHint, idempotentHint, openWorldHint",
+    )
 
     _templates: dict[str, Template] = PrivateAttr(default_factory=dict)
     _stdin: Template | None = PrivateAttr(default=None)
     _validator: Any = PrivateAttr(default=None)
+    _credential_fields: frozenset[str] = PrivateAttr(default=frozenset())
 
     def __init__(self, **data: Any) -> None:
         # The constructor refuses a bad handle the way load() does.
@@ -189,14 +208,32 @@ class CommandHandle(BaseModel):
                     f"options_allowed names {name!r}, which is not a property of parameters",
                     f"/options_allowed/{index}",
                 )
+        _check_security(self.security)
+        if self.output_schema is not None:
+            _check_output_schema(self.output_schema, jsonschema)
+        _check_annotations(self.annotations)
         for name in _TEMPLATE_FIELDS:
             value = getattr(self, name)
             if value is not None:
-                self._templates[name] = _compile(value, f"/{name}")
+                self._templates[name] = _compile(value, f"/{name}", name)
         if self.io is not None and self.io.stdin is not None:
-            self._stdin = _compile(self.io.stdin, "/io/stdin")
+            self._stdin = _compile(self.io.stdin, "/io/stdin", "io/stdin")
             self._templates["io/stdin"] = self._stdin
+        self._credential_fields = frozenset(
+            name for name in ("environment", "io/stdin") if _reads_credential(self._source(name))
+        )
         return self
+
+    def _source(self, field: str) -> object:
+        if field == "io/stdin":
+            return None if self.io is None else self.io.stdin
+        return getattr(self, field)
+
+    @property
+    def uses_credentials(self) -> bool:
+        """Whether a call needs a Credential Object: the handle declares ``security``
+        or reads ``$credential``."""
+        return self.security is not None or bool(self._credential_fields)
 
     # -- loading -------------------------------------------------------------
 
@@ -228,16 +265,20 @@ class CommandHandle(BaseModel):
         name: str,
         args: object,
         option_values: frozenset[str] | None = None,
+        application: Mapping[str, object] | None = None,
     ) -> object:
         """Evaluate one field. With ``option_values`` (the arguments), provenance is
-        tracked so that the flag guard can tell the model's text from the author's."""
+        tracked so that the flag guard can tell the model's text from the author's.
+        ``application`` holds the call's credential and context."""
         template = templates.get(name)
         if template is None:
             return UNDEFINED
         try:
             if option_values is None:
-                return template.evaluate(args)
-            return template.evaluate(args, provenance=True, option_values=option_values)
+                return template.evaluate(args, application=application)
+            return template.evaluate(
+                args, provenance=True, option_values=option_values, application=application
+            )
         except OptionLikeError as exc:
             raise refusal_from_encoding(exc, args) from None
         except FormError as exc:
@@ -245,17 +286,41 @@ class CommandHandle(BaseModel):
             error.form_error = exc  # e.g. an ArgsError, with its token, index and code point
             raise error from exc
 
-    def render(self, args: object = None, policy: Policy | None = None) -> Invocation:
-        """Validate and evaluate everything; return what would run. Spawns nothing."""
+    def render(
+        self,
+        args: object = None,
+        policy: Policy | None = None,
+        *,
+        context: Mapping[str, object] | None = None,
+        credential: Mapping[str, object] | None = None,
+    ) -> Invocation:
+        """Validate and evaluate everything; return what would run. Spawns nothing.
+
+        ``context`` holds the application's values for ``$context``;
+        ``credential`` is the Credential Object ``$credential`` reads. Neither
+        is reachable from ``args``. Variables and stdin that hold a credential
+        are named in the Invocation, so that every display of it masks them.
+        """
         policy = policy or Policy()
         args = {} if args is None else args
         self.validate_arguments(args)
+        if self._credential_fields and credential is None:
+            raise CommandError(
+                "this handle reads $credential, and no Credential Object was given "
+                "(the application's credential resolver supplies it)",
+                "/security",
+            )
+        application = (
+            None
+            if context is None and credential is None
+            else {"context": context or {}, "credential": credential}
+        )
         templates = self._templates  # one lookup: pydantic's private attributes are slow
-        command = self._evaluate(templates, "command", args)
+        command = self._evaluate(templates, "command", args, None, application)
         if not isinstance(command, str):
             raise TemplateEvaluationError("command must evaluate to a string", "/command")
         allowed = allowed_values(self.options_allowed, args)
-        arguments = self._evaluate(templates, "arguments", args, allowed)
+        arguments = self._evaluate(templates, "arguments", args, allowed, application)
         if arguments is UNDEFINED or arguments is None:
             argv: list[str] = []
         elif isinstance(arguments, str):
@@ -271,7 +336,7 @@ class CommandHandle(BaseModel):
         check_option_like(argv, allowed, args)
         argv = [str(a) for a in argv]  # provenance marks end here
         self._check_program_choice(command, policy)
-        directory = self._evaluate(templates, "directory", args)
+        directory = self._evaluate(templates, "directory", args, None, application)
         if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
         if isinstance(directory, str):
@@ -284,7 +349,7 @@ class CommandHandle(BaseModel):
             cwd = resolve_directory(None)
         check_paths(self.paths, args, cwd, policy)
         program = resolve_command(command, cwd, policy, shown=self._written_command())
-        environment = self._evaluate(templates, "environment", args, frozenset())
+        environment = self._evaluate(templates, "environment", args, frozenset(), application)
         env = resolve_environment(
             None if environment is UNDEFINED else environment,
             policy,
@@ -293,7 +358,7 @@ class CommandHandle(BaseModel):
         stdin: bytes | None = None
         io = self.io or IoSpec()
         if "io/stdin" in templates:
-            value = self._evaluate(templates, "io/stdin", args)
+            value = self._evaluate(templates, "io/stdin", args, None, application)
             if isinstance(value, str):
                 codec = "utf-8" if io.encoding == "binary" else io.encoding
                 try:
@@ -332,7 +397,31 @@ class CommandHandle(BaseModel):
             no_new_privs=not policy.allow_setuid,
             limits=policy.child_limits,
             cgroup=policy.cgroup_per_call,
+            masked_environment=self._masked(env, credential),
+            stdin_masked="io/stdin" in self._credential_fields,
         )
+
+    def _masked(
+        self, env: Mapping[str, str], credential: Mapping[str, object] | None
+    ) -> frozenset[str]:
+        """The variables whose values hold a credential: those whose template reads
+        ``$credential``, and any whose value contains one of the credential's values."""
+        if credential is None:
+            return frozenset()
+        masked: set[str] = set()
+        environment = self.environment
+        if "environment" in self._credential_fields:
+            if isinstance(environment, dict) and not any(k.startswith("$") for k in environment):
+                masked |= {name for name, v in environment.items() if _reads_credential(v)}
+            else:  # built by a directive: any of its values may hold it
+                masked |= set(env)
+        secrets = secret_values(credential)
+        masked |= {
+            name
+            for name, value in env.items()
+            if any(len(s) >= MIN_REDACTED and s in value for s in secrets)
+        }
+        return frozenset(masked)
 
     def _written_command(self) -> str | None:
         """The command as written, when it holds no template (so no model data)."""
@@ -356,6 +445,7 @@ class CommandHandle(BaseModel):
             for name, value in environment.items()
             if (isinstance(value, str) and "{{" not in value)
             or (isinstance(value, (int, float, bool)) and value is not None)
+            or _application_value(value)
         )
 
     def _check_program_choice(self, command: str, policy: Policy) -> None:
@@ -435,11 +525,38 @@ def check_arguments(validator: Any, args: object) -> None:
     if errors:
         raise ArgumentsError(
             [
-                Violation(_pointer_of(e.absolute_path), _describe(e), str(e.validator))
+                Violation(
+                    _pointer_of(e.absolute_path), _describe(e), str(e.validator), _names_of(e)
+                )
                 for e in errors
             ],
             more=len(found) > MAX_VIOLATIONS,
         )
+
+
+def _names_of(error: Any) -> tuple[str, ...]:
+    """The property names a ``required`` or ``additionalProperties`` violation is about,
+    so that a message to the model can name the parameter."""
+    instance = error.instance
+    if not isinstance(instance, dict):
+        return ()
+    if error.validator == "required":
+        # One error per missing property; its name is the quoted head of the message.
+        return tuple(
+            name
+            for name in error.validator_value
+            if name not in instance and str(error.message).startswith(repr(name))
+        )[:1]
+    if error.validator == "additionalProperties":
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        known = schema.get("properties", {})
+        patterns = list(schema.get("patternProperties", {}))
+        return tuple(
+            name
+            for name in instance
+            if name not in known and not any(re.search(p, name) for p in patterns)
+        )
+    return ()
 
 
 _BOUNDS = {
@@ -509,6 +626,88 @@ def _pointer_of(path: Iterable[str | int]) -> str:
     return pointer
 
 
+_HINTS = {
+    "title": str,
+    "readOnlyHint": bool,
+    "destructiveHint": bool,
+    "idempotentHint": bool,
+    "openWorldHint": bool,
+}
+# Field names that would hold a secret: a Security Object names a credential,
+# it never carries one (Tool Handle 4.2).
+_SECRET_NAMES = ("secret", "password", "token", "keyvalue", "apikeyvalue", "privatekey")
+
+
+def _check_security(security: object) -> None:
+    if security is None:
+        return
+    many = isinstance(security, list)
+    objects: list[object] = security if isinstance(security, list) else [security]
+    for index, item in enumerate(objects):
+        where = f"/security/{index}" if many else "/security"
+        scheme = item.get("scheme") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(scheme, str) or not scheme:
+            raise _FieldError("a Security Object needs a 'scheme' (a non-empty string)", where)
+        for key in item:
+            if key.replace("_", "").replace("-", "").lower() in _SECRET_NAMES:
+                raise _FieldError(
+                    f"a Security Object names a credential and never holds one: remove {key!r} "
+                    "and let the application's resolver supply it",
+                    f"{where}/{key}",
+                )
+
+
+def _check_output_schema(schema: dict[str, Any], jsonschema: Any) -> None:
+    if schema.get("type") != "object":
+        raise _FieldError(
+            'output_schema must be a JSON Schema with type: "object" (as MCP requires)',
+            "/output_schema",
+        )
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise _FieldError(
+            f"output_schema is not a valid JSON Schema: {exc.message}",
+            _pointer_of(["output_schema", *exc.path]),
+        ) from None
+
+
+def _check_annotations(annotations: dict[str, Any] | None) -> None:
+    for key, value in (annotations or {}).items():
+        kind = _HINTS.get(key)
+        if kind is None:
+            raise _FieldError(
+                f"unknown annotation {key!r}; use {', '.join(_HINTS)}", f"/annotations/{key}"
+            )
+        if not isinstance(value, kind):
+            raise _FieldError(
+                f"annotation {key!r} must be a {'string' if kind is str else 'boolean'}",
+                f"/annotations/{key}",
+            )
+
+
+def _application_value(value: object) -> bool:
+    """A value the application supplies: ``{"$credential": ...}`` or ``{"$context": ...}``."""
+    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _APPLICATION
+
+
+_APPLICATION = ("$credential", "$context")
+
+
+def _reads_credential(value: object) -> bool:
+    """Whether the raw template ``value`` holds a ``$credential`` directive anywhere."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if "$credential" in node:
+                return True
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return False
+
+
 class _FieldError(ValueError):
     """A check of the whole handle that failed at a known place (``pointer``)."""
 
@@ -517,9 +716,9 @@ class _FieldError(ValueError):
         self.pointer = pointer
 
 
-def _compile(value: object, pointer: str) -> Template:
+def _compile(value: object, pointer: str, field: str) -> Template:
     try:
-        return form.compile_template(value)
+        return form.compile_template(value, registry=registry_for(field))
     except FormError as exc:
         raise _FieldError(f"invalid Tool Form: {exc.message}", pointer + exc.pointer) from None
 

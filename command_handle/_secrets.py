@@ -1,0 +1,57 @@
+"""Credential values, and their redaction from text shown to anyone.
+
+A Credential Object is the application's mapping of secrets (Tool Handle
+4.3). Every string or number in it, except the ``scheme`` that names its
+kind, is a secret. Values shorter than :data:`MIN_REDACTED` characters are
+not redacted from program output, where they cannot be told from ordinary
+text; they are still masked wherever the invocation is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["MIN_REDACTED", "REDACTED", "redact", "redact_value", "secret_values"]
+
+MIN_REDACTED = 4
+REDACTED = "[credential]"
+
+
+def secret_values(credential: Mapping[str, object] | None) -> tuple[str, ...]:
+    """The credential's secret strings, longest first (so that one inside another
+    is redacted whole)."""
+    if not credential:
+        return ()
+    found: set[str] = set()
+    pending: list[object] = [v for k, v in credential.items() if k != "scheme"]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+        elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            text = str(value)
+            if text:
+                found.add(text)
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if len(secret) >= MIN_REDACTED and secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_value(value: object, secrets: tuple[str, ...]) -> object:
+    """``value`` (a JSON value) with every secret in its strings and keys redacted."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {redact(str(k), secrets): redact_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v, secrets) for v in value]
+    return value
