@@ -13,6 +13,7 @@ from .args import ArgsError, encode_args
 from .errors import (
     AfterRunError,
     ArgumentsError,
+    ArgvTextError,
     CallTimeoutError,
     CommandError,
     CommandHandleError,
@@ -52,6 +53,7 @@ __all__ = [
     "AfterRunError",
     "ArgsError",
     "ArgumentsError",
+    "ArgvTextError",
     "CallTimeoutError",
     "CommandError",
     "CommandHandle",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 __all__ = [
     "AfterRunError",
     "ArgumentsError",
+    "ArgvTextError",
     "CallTimeoutError",
     "CommandError",
     "CommandHandleError",
@@ -137,6 +138,16 @@ class TemplateEvaluationError(HandleError):
     """
 
     form_error: Exception | None = None
+
+
+class ArgvTextError(TemplateEvaluationError):
+    """The rendered argv cannot be passed to a program: a token with no byte form
+    (a NUL) or an argv too large for execve (E2BIG); ``index`` is the token's
+    place in argv, None when the whole is too large."""
+
+    def __init__(self, message: str, pointer: str, index: int | None) -> None:
+        super().__init__(message, pointer)
+        self.index = index
 
 
 class CommandError(HandleError):

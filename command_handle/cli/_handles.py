@@ -79,7 +79,22 @@ def _cmd_run(options: argparse.Namespace) -> int:
     handle = CommandHandle.load(options.handle)
     executor = Executor(_policy(options))
     args = _call_args(options)
-    result = run_interruptibly(lambda: _with_indicator(executor, handle, args))
+    if options.expect_plan is not None:
+        from ..executor import plan_hash
+
+        # The very invocation that was hashed is the one run: no second rendering.
+        invocation = handle.render(args, executor.policy)
+        digest = plan_hash(executor.describe(invocation))
+        if digest != options.expect_plan.strip().lower():
+            print(
+                f"command-handle: the plan changed: its hash is {digest}, not the expected "
+                f"{options.expect_plan}; nothing ran",
+                file=sys.stderr,
+            )
+            return EXIT_REFUSED
+        result = run_interruptibly(lambda: _planned(executor, handle, invocation))
+    else:
+        result = run_interruptibly(lambda: _with_indicator(executor, handle, args))
     if options.raw:
         for stream, value in ((sys.stdout, result.stdout), (sys.stderr, result.stderr)):
             if isinstance(value, bytes):
@@ -99,24 +114,54 @@ def _cmd_run(options: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+async def _planned(executor: Executor, handle: CommandHandle, invocation: Any) -> CommandResult:
+    result = await executor.run(invocation)
+    if not handle.has_result_template:
+        return result
+    from dataclasses import replace
+
+    return replace(result, view=handle.shape_result(result.to_json()))
+
+
 def _cmd_render(options: argparse.Namespace) -> int:
-    invocation = CommandHandle.load(options.handle).render(_call_args(options), _policy(options))
-    print(_json.stringify(invocation.to_json(), indent=2))
+    from ..executor import plan_hash
+
+    policy = _policy(options)
+    invocation = CommandHandle.load(options.handle).render(_call_args(options), policy)
+    shown: dict[str, Any] = invocation.to_json()
+    plan = Executor(policy).describe(invocation)
+    shown["plan_hash"] = plan_hash(plan)
+    shown["plan"] = plan
+    print(_json.stringify(shown, indent=2))
     return EXIT_OK
 
 
 def _cmd_validate(options: argparse.Namespace) -> int:
+    """Each file named, and every tool file in each folder named: one line each."""
     from ..errors import HandleError
+    from ..toolbox import ToolLoadError, load_tools, tool_files
 
     status = EXIT_OK
-    for path in options.handles:
+    names: dict[str, str] = {}
+    try:
+        files = list(tool_files(options.handles))
+    except ToolLoadError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_REFUSED
+    for path in files:
         try:
-            handle = CommandHandle.load(path)
+            tools, _ = load_tools([path])
         except HandleError as exc:
-            print(f"{path}: {exc}", file=sys.stderr)
+            print(str(exc) if isinstance(exc, ToolLoadError) else f"{path}: {exc}", file=sys.stderr)
             status = EXIT_REFUSED
-        else:
-            print(f"{path}: ok ({handle.name})")
+            continue
+        clashes = [t.name for t in tools if t.name in names]
+        for name in clashes:
+            print(f"{path}: the tool name {name!r} is also used by {names[name]}", file=sys.stderr)
+            status = EXIT_REFUSED
+        names.update({t.name: str(path) for t in tools if t.name not in names})
+        if not clashes:
+            print(f"{path}: ok ({', '.join(t.name for t in tools) or 'no CLI tools'})")
     return status
 
 
@@ -167,6 +212,11 @@ def add_handle_parsers(commands: Any) -> None:
         help="pass the program's stdout and stderr through; exit with its code",
     )
     run.add_argument(
+        "--expect-plan",
+        metavar="HASH",
+        help="run only if the rendered plan still has this hash (from render); else exit 2",
+    )
+    run.add_argument(
         "--inherit-env",
         action="append",
         metavar="NAME",
@@ -175,15 +225,19 @@ def add_handle_parsers(commands: Any) -> None:
     add_sandbox_flags(run)
     run.set_defaults(run=_cmd_run)
 
-    render = commands.add_parser("render", help="show what a handle would run, without running it")
+    render = commands.add_parser(
+        "render", help="show what a handle would run, its plan and plan hash, without running it"
+    )
     render.add_argument("handle")
     render.add_argument("--args", help="the arguments: JSON text, or @file, or @- for stdin")
     render.add_argument("--inherit-env", action="append", metavar="NAME")
     add_sandbox_flags(render)
     render.set_defaults(run=_cmd_render)
 
-    validate = commands.add_parser("validate", help="check Command Handle files")
-    validate.add_argument("handles", nargs="+")
+    validate = commands.add_parser(
+        "validate", help="check Command Handles and UTCP documents, in files and folders"
+    )
+    validate.add_argument("handles", nargs="+", metavar="PATH")
     validate.set_defaults(run=_cmd_validate)
 
     schema = commands.add_parser(

@@ -4,9 +4,10 @@
 (threads), ``stream``, and ``run_plan``/``run_plan_sync`` for translated plans.
 """
 
+from ._call_plan import describe_invocation, describe_prepared_plan, plan_hash
 from ._executor import Event, EventStream, Executor, HandleSource
 from ._landlock import support as sandbox_support
-from ._plan_checks import plan_environment, prepare_plan
+from ._plan_checks import PreparedPlan, plan_environment, prepare_plan
 from ._plan_result import PlanResult, StepResult
 from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
@@ -18,8 +19,12 @@ __all__ = [
     "Executor",
     "HandleSource",
     "PlanResult",
+    "PreparedPlan",
     "StepResult",
+    "describe_invocation",
+    "describe_prepared_plan",
     "plan_environment",
+    "plan_hash",
     "prepare_plan",
     "run_invocation",
     "run_invocation_sync",

@@ -25,6 +25,7 @@ from ..handle import CommandHandle, Invocation
 from ..plan import Plan
 from ..policy import Policy, check_program
 from . import _bubblewrap as bubblewrap
+from ._call_plan import describe_invocation
 from ._drive import ChunkCallback
 from ._landlock import SandboxProfile
 from ._plan_checks import PreparedPlan, prepare_plan
@@ -173,9 +174,16 @@ class Executor:
         check_program(invocation.argv[0], self.policy, "/command")
 
     async def run(
-        self, invocation: Invocation, on_chunk: ChunkCallback | None = None
+        self,
+        invocation: Invocation,
+        on_chunk: ChunkCallback | None = None,
+        *,
+        on_started: Callable[[int], None] | None = None,
     ) -> CommandResult:
-        """Run an already validated :class:`~command_handle.handle.Invocation`."""
+        """Run an already validated :class:`~command_handle.handle.Invocation`.
+
+        ``on_started`` is called with the child's pid once it runs (it must not
+        raise)."""
         profile = profile_for(self.policy)  # a sandbox this kernel lacks: refused here
         await self._slots.acquire()
         try:
@@ -186,11 +194,14 @@ class Executor:
                     on_chunk,
                     self._count_spawn,
                     spawner_for(profile) if profile else None,
+                    on_started,
                 )
         finally:
             self._slots.release()
 
-    def run_sync(self, invocation: Invocation) -> CommandResult:
+    def run_sync(
+        self, invocation: Invocation, *, on_started: Callable[[int], None] | None = None
+    ) -> CommandResult:
         """Blocking form of :meth:`run`."""
         profile = profile_for(self.policy)
         self._slots.acquire_sync()
@@ -201,6 +212,7 @@ class Executor:
                     _with_tmpdir(invocation, tmpdir, profile),
                     self._count_spawn,
                     spawner_for(profile) if profile else None,
+                    on_started,
                 )
         finally:
             self._slots.release()
@@ -252,6 +264,8 @@ class Executor:
         plan: Plan,
         arguments: Mapping[str, str],
         variables: Mapping[str, str] | None = None,
+        *,
+        on_started: Callable[[int, str], None] | None = None,
     ) -> PlanResult:
         """Run a translated plan (``mode="utcp"``) with its placeholders' text values.
 
@@ -264,13 +278,22 @@ class Executor:
         from a variable) and is refused then raises
         :class:`~command_handle.errors.AfterRunError` carrying the steps that
         ran. The whole plan holds one concurrency slot and shares ``policy.timeout``.
+        ``on_started`` gets each child's pid and program once it runs.
         """
         prepared = prepare_plan(plan, arguments, variables or {}, self.policy)
+        return await self.run_prepared_plan(prepared, on_started=on_started)
+
+    async def run_prepared_plan(
+        self, prepared: PreparedPlan, *, on_started: Callable[[int, str], None] | None = None
+    ) -> PlanResult:
+        """Run a plan that :func:`prepare_plan` checked (under this executor's policy)."""
         profile = profile_for(self.policy)
         await self._slots.acquire()
         try:
             with call_tmpdir(profile) as tmpdir:
-                return await _run_plan()(*self._plan_run(prepared, tmpdir, profile))
+                return await _run_plan()(
+                    *self._plan_run(prepared, tmpdir, profile), on_started=on_started
+                )
         finally:
             self._slots.release()
 
@@ -290,19 +313,31 @@ class Executor:
         """Blocking form of :meth:`run_plan`. A plan's pipelines run concurrently,
         so this runs an asyncio loop for the call's duration."""
         prepared = prepare_plan(plan, arguments, variables or {}, self.policy)
+        return self.run_prepared_plan_sync(prepared)
+
+    def run_prepared_plan_sync(
+        self, prepared: PreparedPlan, *, on_started: Callable[[int, str], None] | None = None
+    ) -> PlanResult:
+        """Blocking form of :meth:`run_prepared_plan`."""
         profile = profile_for(self.policy)
         self._slots.acquire_sync()
         try:
             with call_tmpdir(profile) as tmpdir:
-                return anyio.run(_run_plan(), *self._plan_run(prepared, tmpdir, profile))
+                run = _run_plan()
+                args = self._plan_run(prepared, tmpdir, profile)
+                return anyio.run(lambda: run(*args, on_started=on_started))
         finally:
             self._slots.release()
 
+    # -- approval --------------------------------------------------------------
 
-PlanRunner = Callable[
-    [PreparedPlan, Callable[[], None], Spawner | None, SandboxProfile | None],
-    Awaitable[PlanResult],
-]
+    def describe(self, invocation: Invocation) -> dict[str, Any]:
+        """What ``invocation`` will do under this executor's policy, as JSON: the
+        plan an approver sees. :func:`plan_hash` of it is stable across renderings."""
+        return describe_invocation(invocation, self.policy)
+
+
+PlanRunner = Callable[..., Awaitable[PlanResult]]
 
 
 def _run_plan() -> PlanRunner:

@@ -128,7 +128,9 @@ class _PlanRun:
         policy: Policy,
         on_spawn: Callable[[], None],
         confined: Spawner | None = None,
+        on_started: Callable[[int, str], None] | None = None,
     ) -> None:
+        self.on_started = on_started
         self.confined = confined
         self.bubblewrap: tuple[SandboxProfile, str] | None = None
         self.plan = plan
@@ -404,6 +406,8 @@ class _PlanRun:
                 _close(read_end)
             raise
         outputs = [Output("output", read_end, sink) for read_end, _, sink in pipes.values()]
+        if self.on_started is not None:
+            self.on_started(child.pid, path)
         # The supervisor owns the read ends from here, and closes them.
         outcome = await drive(supervise(child, outputs, timeout=None, grace=self.policy.kill_grace))
         code = outcome.returncode
@@ -444,9 +448,11 @@ async def run_plan(
     on_spawn: Callable[[], None],
     confined: Spawner | None = None,
     profile: SandboxProfile | None = None,
+    on_started: Callable[[int, str], None] | None = None,
 ) -> PlanResult:
     """Run a checked utcp-mode plan (see :func:`prepare_plan`); ``confined`` is the
-    sandbox profile's spawner, if any."""
+    sandbox profile's spawner, if any; ``on_started`` gets each child's pid and
+    program once it runs."""
     env, cwd = prepared.env, prepared.cwd
     state = ShellState(cwd, dict(env), set(env))
     state.set("PWD", cwd, export=True)
@@ -455,7 +461,9 @@ async def run_plan(
         # exported), without its relative '.' entry.
         state.set("PATH", BASH_DEFAULT_PATH)
     try:
-        run = _PlanRun(prepared.plan, prepared.arguments, prepared.policy, on_spawn, confined)
+        run = _PlanRun(
+            prepared.plan, prepared.arguments, prepared.policy, on_spawn, confined, on_started
+        )
         if profile is not None and profile.backend == "bubblewrap":
             run.bubblewrap = (profile, env["TMPDIR"])
         return await run.run(state)

@@ -178,6 +178,7 @@ class _HandleRun:
                 text, replaced = capture.decode(inv.encoding)
                 streams[name] = (text, replaced, capture.truncated)
         code = outcome.returncode
+        out, err = self.captures.get("stdout"), self.captures.get("stderr")
         return CommandResult(
             argv=inv.argv,
             exit_code=code if code >= 0 else None,
@@ -190,6 +191,10 @@ class _HandleRun:
             duration_s=time.monotonic() - self.started,
             stdout_replaced=streams["stdout"][1],
             stderr_replaced=streams["stderr"][1],
+            stdout_bytes=out.total if out else 0,
+            stderr_bytes=err.total if err else 0,
+            stdout_tail=out.decode_tail(inv.encoding) if out else None,
+            stderr_tail=err.decode_tail(inv.encoding) if err else None,
         )
 
 
@@ -198,11 +203,13 @@ async def run_invocation(
     on_chunk: ChunkCallback | None = None,
     on_spawn: Callable[[], None] | None = None,
     confined: Spawner | None = None,
+    on_started: Callable[[int], None] | None = None,
 ) -> CommandResult:
     """Run ``invocation`` to completion, timeout or cancellation (trio or asyncio).
 
     ``on_chunk`` receives the output as it arrives; ``on_spawn`` is called just
-    before the launch, once the call can no longer be cancelled without a child.
+    before the launch, once the call can no longer be cancelled without a child;
+    ``on_started`` gets the child's pid once it runs.
     """
     # A caller that gave up during evaluation or while waiting for a slot gets its
     # cancellation here: the fast paths up to the launch do not deliver it, and a
@@ -219,13 +226,17 @@ async def run_invocation(
     except BaseException:
         run.close_all()
         raise
-    return run.result(await drive(run.supervise(child, on_chunk is not None), on_chunk))
+    supervisor = run.supervise(child, on_chunk is not None)
+    if on_started is not None:
+        on_started(child.pid)
+    return run.result(await drive(supervisor, on_chunk))
 
 
 def run_invocation_sync(
     invocation: Invocation,
     on_spawn: Callable[[], None] | None = None,
     confined: Spawner | None = None,
+    on_started: Callable[[int], None] | None = None,
 ) -> CommandResult:
     """Run ``invocation`` in the calling thread, with no event loop."""
     run = _HandleRun(invocation)
@@ -239,4 +250,7 @@ def run_invocation_sync(
     except BaseException:
         run.close_all()
         raise
-    return run.result(drive_sync(run.supervise(child, False)))
+    supervisor = run.supervise(child, False)
+    if on_started is not None:
+        on_started(child.pid)
+    return run.result(drive_sync(supervisor))

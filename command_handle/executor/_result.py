@@ -34,6 +34,13 @@ class CommandResult:
     stdout_replaced: bool = False
     stderr_replaced: bool = False
     view: object = field(default=None, compare=False)
+    # Every byte the child wrote to each stream, kept or not.
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    # The last bytes of a truncated stream (None when nothing was cut): the
+    # kept head and this tail show how the output began and ended.
+    stdout_tail: str | bytes | None = field(default=None, compare=False)
+    stderr_tail: str | bytes | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -68,5 +75,7 @@ class CommandResult:
             "duration_s": round(self.duration_s, 6),
             "stdout_replaced": self.stdout_replaced,
             "stderr_replaced": self.stderr_replaced,
+            "stdout_bytes": self.stdout_bytes,
+            "stderr_bytes": self.stderr_bytes,
             "binary": isinstance(self.stdout, bytes) or isinstance(self.stderr, bytes),
         }

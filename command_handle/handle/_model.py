@@ -25,6 +25,7 @@ from .._secrets import MIN_REDACTED, secret_values
 from ..args import OptionLikeError
 from ..errors import (
     ArgumentsError,
+    ArgvTextError,
     CommandError,
     HandleLoadError,
     TemplateEvaluationError,
@@ -377,7 +378,7 @@ class CommandHandle(BaseModel):
                 )
         problem = argv_problem([program, *argv], env)
         if problem is not None:
-            raise TemplateEvaluationError(problem, "/arguments")
+            raise ArgvTextError(problem, "/arguments", _token_index(problem))
         timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
         max_output = (
             min(self.max_output, policy.max_output) if self.max_output else policy.max_output
@@ -684,6 +685,12 @@ def _check_annotations(annotations: dict[str, Any] | None) -> None:
                 f"annotation {key!r} must be a {'string' if kind is str else 'boolean'}",
                 f"/annotations/{key}",
             )
+
+
+def _token_index(problem: str) -> int | None:
+    """N of the ``argv[N]`` a problem names, or None."""
+    match = re.match(r"argv\[(\d+)\]", problem)
+    return int(match.group(1)) if match else None
 
 
 def _application_value(value: object) -> bool:

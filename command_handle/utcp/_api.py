@@ -34,6 +34,9 @@ from ._values import legacy_flags, legacy_value, render_arguments, utcp_value
 
 __all__ = [
     "DEFAULT_INHERITED",
+    "PreparedCall",
+    "output_value",
+    "prepare",
     "call",
     "call_asyncio",
     "call_sync",
@@ -168,30 +171,39 @@ def _translate_legacy(provider: LegacyCliProvider) -> Plan:
 
 
 @dataclass(frozen=True)
-class _Prepared:
-    """A call ready to run: a plan with its arguments, or a legacy provider's argv."""
+class PreparedCall:
+    """A call ready to run: a plan with its arguments' text (run it with
+    ``Executor.run_plan``), or a legacy provider's checked ``invocation``."""
 
     plan: Plan
     arguments: Mapping[str, str]
     invocation: Invocation | None
 
+    @staticmethod
+    def result_of(result: CommandResult) -> PlanResult:
+        """A legacy provider's command result as the one-step plan result 0.x gave."""
+        return _legacy_result(result)
 
-def _prepare(
+
+def prepare(
     source: Source,
-    args: Mapping[str, Any] | None,
-    variables: Mapping[str, str] | None,
-    policy: Policy,
-) -> _Prepared:
-    """Validate the call and build what runs: a plan with its arguments' text, or
-    a legacy provider's one checked invocation. Raises before anything runs."""
+    args: Mapping[str, Any] | None = None,
+    *,
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+) -> PreparedCall:
+    """Validate the call and build what runs, without running it: a plan with
+    its arguments' text, or a legacy provider's one checked invocation. Raises
+    a :class:`~command_handle.errors.HandleError` before anything runs."""
+    policy = policy or Policy()
     args = dict(args or {})
     template = _template(source)
     if isinstance(template, UtcpTool):
         template.validate_arguments(args)
     plan = translate(template)
     if plan.mode == "legacy":
-        return _Prepared(plan, {}, _legacy_invocation(plan, args, variables or {}, policy))
-    return _Prepared(plan, render_arguments(plan.arguments, args), None)
+        return PreparedCall(plan, {}, _legacy_invocation(plan, args, variables or {}, policy))
+    return PreparedCall(plan, render_arguments(plan.arguments, args), None)
 
 
 def _legacy_invocation(
@@ -245,7 +257,7 @@ async def run(
     (against a tool's ``inputs``, and for every placeholder) before anything runs.
     """
     executor = executor or Executor(policy)
-    prepared = _prepare(source, args, variables, executor.policy)
+    prepared = prepare(source, args, variables=variables, policy=executor.policy)
     if prepared.invocation is not None:
         return _legacy_result(await executor.run(prepared.invocation))
     return await executor.run_plan(prepared.plan, prepared.arguments, variables)
@@ -261,10 +273,19 @@ def run_sync(
 ) -> PlanResult:
     """Blocking form of :func:`run`, for threads."""
     executor = executor or Executor(policy)
-    prepared = _prepare(source, args, variables, executor.policy)
+    prepared = prepare(source, args, variables=variables, policy=executor.policy)
     if prepared.invocation is not None:
         return _legacy_result(executor.run_sync(prepared.invocation))
     return executor.run_plan_sync(prepared.plan, prepared.arguments, variables)
+
+
+def output_value(plan: Plan, result: PlanResult) -> object:
+    """What utcp-cli's ``call_tool`` returns for this output: the text, or the
+    parsed JSON when it starts with ``{`` or ``[`` (a 0.x provider's rules for
+    a legacy plan)."""
+    if plan.mode == "legacy":
+        return legacy_value(result.output)
+    return utcp_value(result.output)
 
 
 def _value(plan: Plan, result: PlanResult, timeout: float) -> object:
@@ -273,9 +294,7 @@ def _value(plan: Plan, result: PlanResult, timeout: float) -> object:
         raise CallTimeoutError(
             f"the call exceeded its {timeout:g} s timeout (in step {step})", result
         )
-    if plan.mode == "legacy":
-        return legacy_value(result.output)
-    return utcp_value(result.output)
+    return output_value(plan, result)
 
 
 async def call(

@@ -1,0 +1,84 @@
+"""The subcommands for folders of tools: tools, call."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .. import _json
+from ..policy import Policy
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    add_sandbox_flags,
+    read_json_argument,
+    run_interruptibly,
+    sandbox_settings,
+)
+
+__all__ = ["add_tools_parsers"]
+
+
+def _toolbox(options: argparse.Namespace) -> Any:
+    from ..toolbox import Toolbox
+
+    policy = Policy(
+        inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options)
+    )
+    return Toolbox.load(*options.paths, policy=policy)
+
+
+def _cmd_tools(options: argparse.Namespace) -> int:
+    from ..toolbox import FORMATS, StrictSchemaError, Toolbox
+
+    if options.format not in FORMATS:
+        print(f"command-handle: --format must be one of {', '.join(FORMATS)}", file=sys.stderr)
+        return EXIT_REFUSED
+    toolbox = Toolbox.load(*options.paths)
+    try:
+        definitions = toolbox.describe(options.format)
+    except StrictSchemaError as exc:
+        print(f"command-handle: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(_json.stringify(definitions, indent=2))
+    return EXIT_OK
+
+
+def _cmd_call(options: argparse.Namespace) -> int:
+    toolbox = _toolbox(options)
+    if options.tool not in toolbox:
+        known = ", ".join(toolbox.names()) or "none"
+        print(f"command-handle: no tool named {options.tool!r} (tools: {known})", file=sys.stderr)
+        return EXIT_REFUSED
+    args = read_json_argument(options.args, "--args") if options.args is not None else {}
+    if not isinstance(args, dict):
+        print("command-handle: --args must be a JSON object", file=sys.stderr)
+        return EXIT_REFUSED
+    result = run_interruptibly(lambda: toolbox.call(options.tool, args))
+    print(_json.stringify(result.to_json(), indent=2))
+    return EXIT_FAILED if result.is_error else EXIT_OK
+
+
+def add_tools_parsers(commands: Any) -> None:
+    tools = commands.add_parser(
+        "tools", help="print the tool definitions of files and folders for an LLM API"
+    )
+    tools.add_argument("paths", nargs="+", metavar="PATH", help="tool files and folders")
+    tools.add_argument(
+        "--format",
+        default="mcp",
+        help="mcp (default), openai, openai-strict, anthropic or tool-handle",
+    )
+    tools.set_defaults(run=_cmd_tools)
+
+    call = commands.add_parser(
+        "call", help="call a tool by name, as a model would; print is_error, content, structured"
+    )
+    call.add_argument("paths", nargs="+", metavar="PATH", help="tool files and folders")
+    call.add_argument("--tool", required=True, help="the tool's name")
+    call.add_argument("--args", help="the arguments: JSON text, or @file, or @- for stdin")
+    call.add_argument("--inherit-env", action="append", metavar="NAME")
+    add_sandbox_flags(call)
+    call.set_defaults(run=_cmd_call)

@@ -1,0 +1,113 @@
+"""What a call will do, as plain JSON, and its hash: what an approver sees and signs.
+
+The description holds everything that decides what runs and under which
+limits: the program, argv, the environment (credential values masked), the
+working directory, stdin's size and digest, the stream modes, the limits and
+the sandbox profile. It leaves out what changes from run to run without
+changing what runs (the per-call temporary directory). Two renderings of the
+same call under the same policy give the same hash, so a hash approved from
+``command-handle render`` can be required by ``run --expect-plan``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import resource
+from collections.abc import Mapping
+from typing import Any
+
+from ..handle import Invocation
+from ..policy import Policy
+from ._plan_checks import PreparedPlan
+from ._sandbox import profile_for
+
+__all__ = ["describe_invocation", "describe_prepared_plan", "plan_hash"]
+
+_RLIMIT_NAMES = {
+    getattr(resource, name): name.removeprefix("RLIMIT_").lower()
+    for name in dir(resource)
+    if name.startswith("RLIMIT_")
+}
+
+
+def _sandbox(policy: Policy) -> dict[str, Any] | None:
+    profile = profile_for(policy)  # raises SandboxError when it cannot be enforced
+    if profile is None:
+        return None
+    return {
+        "mode": profile.mode,
+        "backend": profile.backend,
+        "writable": [path for path in profile.writable if path != profile.tmp_root],
+        "deny_read": list(profile.deny_read),
+        "network": profile.network,
+    }
+
+
+def _limits(policy: Policy, timeout: float, max_output: int) -> dict[str, Any]:
+    return {
+        "timeout": timeout,
+        "max_output": max_output,
+        "kill_grace": policy.kill_grace,
+        "no_new_privs": not policy.allow_setuid,
+        "cgroup": policy.cgroup_per_call,
+        "rlimits": {
+            _RLIMIT_NAMES.get(kind, str(kind)): value for kind, value in policy.child_limits
+        },
+    }
+
+
+def _text(value: str) -> str:
+    """``value`` as valid Unicode: bytes the OS gave undecoded show as ``\\xNN``."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = value.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
+    return value
+
+
+def describe_invocation(invocation: Invocation, policy: Policy) -> dict[str, Any]:
+    """The plan of one command: what an approval hook or ``render`` shows."""
+    stdin: dict[str, Any] | None = None
+    if invocation.stdin is not None:
+        stdin = {"bytes": len(invocation.stdin)}
+        if not invocation.stdin_masked:  # a digest of a secret is not shown
+            stdin["sha256"] = hashlib.sha256(invocation.stdin).hexdigest()
+    return {
+        "kind": "command",
+        "tool": invocation.handle_name,
+        "program": _text(invocation.argv[0]),
+        "argv": [_text(token) for token in invocation.argv],
+        "environment": {_text(k): _text(v) for k, v in invocation.shown_environment().items()},
+        "cwd": _text(invocation.cwd),
+        "stdin": stdin,
+        "stdout": invocation.stdout,
+        "stderr": invocation.stderr,
+        "encoding": invocation.encoding,
+        "limits": _limits(policy, invocation.timeout, invocation.max_output),
+        "sandbox": _sandbox(policy),
+    }
+
+
+def describe_prepared_plan(prepared: PreparedPlan) -> dict[str, Any]:
+    """The plan of a translated UTCP template: its commands as written, the text
+    of each placeholder, and what the steps start from."""
+    plan, policy = prepared.plan, prepared.policy
+    return {
+        "kind": "plan",
+        "tool": plan.name,
+        "steps": [step.source for step in plan.steps],
+        "arguments": {k: _text(v) for k, v in prepared.arguments.items()},
+        "environment": {_text(k): _text(v) for k, v in prepared.env.items()},
+        "cwd": _text(prepared.cwd),
+        "limits": _limits(policy, policy.timeout, policy.max_output),
+        "sandbox": _sandbox(policy),
+    }
+
+
+def plan_hash(plan: Mapping[str, Any]) -> str:
+    """The SHA-256, in hex, of the plan's RFC 8785 canonical JSON: the same plan
+    gives the same hash after any JSON round trip, in any language."""
+    import rfc8785
+
+    return hashlib.sha256(rfc8785.dumps(plan)).hexdigest()

@@ -1,0 +1,42 @@
+"""Toolbox: tools as data. Load folders of Command Handles and UTCP templates,
+describe them for any LLM, call them by name with the model's arguments.
+
+:class:`Toolbox` is the entry point::
+
+    toolbox = Toolbox.load("tools/", policy=Policy(sandbox="read-only"))
+    definitions = toolbox.describe("openai-strict")
+    result = await toolbox.call("list_directory", {"path": "."})
+    result.is_error, result.content, result.structured
+"""
+
+from ._arguments import drop_nulls, model_message, parameter_name
+from ._events import AuditEvent, EventSink
+from ._formats import FORMATS, describe_tool
+from ._load import ToolLoadError, load_tools, tool_files
+from ._result import ToolResult
+from ._strict import StrictSchemaError, strict_schema
+from ._tool import NAME_PATTERN, Tool, llm_name
+from ._toolbox import ApprovalRequest, Approver, CredentialResolver, Toolbox
+
+__all__ = [
+    "FORMATS",
+    "NAME_PATTERN",
+    "ApprovalRequest",
+    "Approver",
+    "AuditEvent",
+    "CredentialResolver",
+    "EventSink",
+    "StrictSchemaError",
+    "Tool",
+    "ToolLoadError",
+    "ToolResult",
+    "Toolbox",
+    "describe_tool",
+    "drop_nulls",
+    "llm_name",
+    "load_tools",
+    "model_message",
+    "parameter_name",
+    "strict_schema",
+    "tool_files",
+]

@@ -1,0 +1,124 @@
+"""The model's side of a call: its arguments as strict mode sends them, and what it
+is told when they are refused.
+
+Messages to the model name the parameter (``path``, ``options.depth``,
+``files[2]``), say what was expected, and hold no handle internals (no JSON
+Pointer into the handle, no template) and no values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..args import ArgsError
+from ..errors import (
+    ArgumentsError,
+    ArgvTextError,
+    DirectoryError,
+    HandleError,
+    OptionArgumentError,
+    PathArgumentError,
+    TemplateEvaluationError,
+    Violation,
+)
+
+__all__ = ["drop_nulls", "model_message", "parameter_name"]
+
+
+def _accepts_null(schema: object) -> bool:
+    if not isinstance(schema, dict):
+        return schema is True
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if None in schema.get("enum", ()) or ("const" in schema and schema["const"] is None):
+        return True
+    branches = [*schema.get("anyOf", ()), *schema.get("oneOf", ())]
+    return any(_accepts_null(branch) for branch in branches)
+
+
+def drop_nulls(schema: object, value: Any) -> Any:
+    """``value`` without the nulls that stand for absent optional properties.
+
+    OpenAI's strict mode makes the model send every property, with ``null``
+    for one it would omit. A null is removed where the property is optional
+    and its schema does not accept null; anywhere else it stays, and
+    validation judges it.
+    """
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        if not isinstance(properties, dict):
+            return value
+        required = set(schema.get("required", ()))
+        out: dict[str, Any] = {}
+        for name, item in value.items():
+            sub = properties.get(name)
+            if item is None and name not in required and sub is not None and not _accepts_null(sub):
+                continue
+            out[name] = drop_nulls(sub, item) if sub is not None else item
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [drop_nulls(schema["items"], item) for item in value]
+    return value
+
+
+def parameter_name(pointer: str) -> str:
+    """``/options/depth`` as ``options.depth``, ``/files/2`` as ``files[2]``."""
+    name = ""
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if part.isdigit() and name:
+            name += f"[{part}]"
+        else:
+            name += f".{part}" if name else part
+    return name
+
+
+def _violation(violation: Violation) -> list[str]:
+    parent = parameter_name(violation.pointer)
+    if violation.keyword == "required" and violation.names:
+        return [f"`{_join(parent, n)}` is required" for n in violation.names]
+    if violation.keyword == "additionalProperties" and violation.names:
+        where = f"`{parent}`" if parent else "this tool"
+        return [f"`{_join(parent, n)}` is not a parameter of {where}" for n in violation.names]
+    if violation.keyword in ("option", "path"):
+        return [f"`{parent}` {violation.message}" if parent else violation.message]
+    subject = f"`{parent}`" if parent else "the arguments"
+    return [f"{subject} {violation.message}"]
+
+
+def _join(parent: str, name: str) -> str:
+    return f"{parent}.{name}" if parent else name
+
+
+def model_message(tool: str, error: HandleError) -> str:
+    """What the model is told when ``error`` refused its call to ``tool``."""
+    if isinstance(error, (OptionArgumentError, PathArgumentError)):
+        return f"The call to `{tool}` was refused: {error.message}. Nothing ran."
+    if isinstance(error, ArgumentsError):
+        lines = [line for v in error.violations for line in _violation(v)]
+        more = "\n- (more problems were not listed)" if error.more else ""
+        body = "\n".join(f"- {line}" for line in lines)
+        return f"The arguments for `{tool}` are not valid; nothing ran:\n{body}{more}"
+    cause = error.form_error if isinstance(error, TemplateEvaluationError) else None
+    if isinstance(cause, ArgsError) and cause.character is not None:
+        return (
+            f"The call to `{tool}` was refused: an argument holds a character that cannot "
+            f"be passed to a program (U+{cause.code_point:04X}). Nothing ran."
+        )
+    if isinstance(error, ArgvTextError):
+        return (
+            f"The call to `{tool}` was refused: an argument cannot be passed to a program "
+            "(it holds a NUL character, or the arguments are too large). Nothing ran."
+        )
+    if isinstance(error, DirectoryError):
+        return (
+            f"The call to `{tool}` was refused: its working directory does not exist or "
+            "cannot be entered. Nothing ran."
+        )
+    return (
+        f"The tool `{tool}` could not be run: the application refused or could not prepare "
+        "the call (its log says why). Nothing ran; changing the arguments will not help."
+    )

@@ -1,0 +1,143 @@
+"""Loading tools from files and folders, recognised by their content.
+
+A Command Handle has ``handle`` or ``handler``; a UTCP manual has ``tools``; a
+UTCP tool has ``tool_call_template`` or ``tool_provider``; a UTCP call template
+has ``call_template_type``, a 0.x provider ``provider_type``. Folders are read
+recursively, in name order, skipping hidden entries; within them only
+``.json``, ``.yaml`` and ``.yml`` files are read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .. import utcp
+from .._documents import read_document
+from ..errors import HandleError, HandleLoadError
+from ..handle import CommandHandle
+from ._tool import NAME_PATTERN, Tool, UtcpSource, llm_name
+
+__all__ = ["SUFFIXES", "ToolLoadError", "load_tools", "tool_files"]
+
+SUFFIXES = (".json", ".yaml", ".yml")
+
+
+class ToolLoadError(HandleLoadError):
+    """A file could not be loaded as tools; ``path`` names it, ``pointer`` the field."""
+
+    def __init__(self, path: str, message: str, pointer: str = "") -> None:
+        super().__init__(message, pointer)
+        self.path = path
+
+    def __str__(self) -> str:
+        where = f" (at {self.pointer})" if self.pointer else ""
+        return f"{self.path}: {self.message}{where}"
+
+
+def tool_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Each file named, and each tool file under each folder named."""
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if not name.startswith(".") and name.endswith(SUFFIXES):
+                        yield Path(root) / name
+        elif path.exists():
+            yield path
+        else:
+            raise ToolLoadError(str(path), "no such file or folder")
+
+
+def load_tools(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Tool], list[str]]:
+    """The tools in ``paths``, and a note for each UTCP tool that was skipped.
+
+    Raises :class:`ToolLoadError` naming the file (and the JSON Pointer) for the
+    first file that cannot be loaded, and for two tools with one name.
+    """
+    tools: list[Tool] = []
+    skipped: list[str] = []
+    seen: dict[str, str] = {}
+    for file in tool_files(paths):
+        for tool in _tools_in(file, skipped):
+            if tool.name in seen:
+                raise ToolLoadError(
+                    tool.source,
+                    f"a tool named {tool.name!r} is also defined in {seen[tool.name]}; "
+                    "tool names must be unique",
+                    "/name",
+                )
+            seen[tool.name] = tool.source
+            tools.append(tool)
+    return tools, skipped
+
+
+def _tools_in(file: Path, skipped: list[str]) -> list[Tool]:
+    source = str(file)
+    try:
+        document = read_document(file, HandleLoadError)
+        return _from_document(document, file, skipped)
+    except ToolLoadError:
+        raise
+    except HandleError as exc:
+        raise ToolLoadError(source, exc.message, exc.pointer) from None
+
+
+def _from_document(document: dict[str, Any], file: Path, skipped: list[str]) -> list[Tool]:
+    source = str(file)
+    if "handle" in document or "handler" in document:
+        return [Tool.from_handle(CommandHandle.from_dict(document), source)]
+    if not any(key in document for key in _UTCP_KEYS):
+        raise ToolLoadError(
+            source,
+            'not a tool: a Command Handle has "handler": "command"; a UTCP manual has '
+            '"tools"; a UTCP tool has "tool_call_template"; a call template has '
+            '"call_template_type"',
+        )
+    loaded = utcp.load(document)
+    if isinstance(loaded, utcp.UtcpManual):
+        skipped += [f"{source}: {tool.name}: {tool.reason}" for tool in loaded.skipped]
+        return [
+            _utcp_tool(tool, file, f"/tools/{index}") for index, tool in enumerate(loaded.tools)
+        ]
+    name = document.get("name")
+    return [_utcp_tool(loaded, file, "", name if isinstance(name, str) else None)]
+
+
+_UTCP_KEYS = ("tools", "tool_call_template", "tool_provider", "call_template_type", "provider_type")
+
+
+def _utcp_tool(item: UtcpSource, file: Path, pointer: str, name: str | None = None) -> Tool:
+    source = str(file)
+    try:
+        plan = utcp.translate(item)  # a command that is not run is a load error
+    except HandleError as exc:
+        raise ToolLoadError(source, exc.message, pointer + exc.pointer) from None
+    if isinstance(item, utcp.UtcpTool):
+        parameters = dict(item.inputs) or {"type": "object", "properties": {}}
+        parameters.setdefault("type", "object")
+        if parameters["type"] != "object":
+            raise ToolLoadError(
+                source, 'inputs must be a JSON Schema with type: "object"', pointer + "/inputs"
+            )
+        tool_name = llm_name(file.stem, item.name)
+        description = item.description
+    else:
+        # A bare template: its placeholders are its parameters, all text, all needed.
+        names = list(plan.arguments)
+        parameters = {
+            "type": "object",
+            "properties": {arg: {"type": "string"} for arg in names},
+            "required": names,
+        }
+        if plan.mode != "legacy":
+            parameters["additionalProperties"] = False
+        tool_name = name if name and NAME_PATTERN.match(name) else llm_name(name or file.stem)
+        description = ""
+    return Tool(
+        name=tool_name, description=description, parameters=parameters, source=source, utcp=item
+    )

@@ -1,0 +1,68 @@
+"""A tool of a Toolbox: its Tool Description and what runs it (a handle or a UTCP template)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..handle import CommandHandle
+from ..utcp import CliCallTemplate, LegacyCliProvider, UtcpTool
+
+__all__ = ["NAME_PATTERN", "Tool", "UtcpSource", "llm_name"]
+
+# Tool Handle 2.1, OpenAI and Anthropic: the names a model may call.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+UtcpSource = UtcpTool | CliCallTemplate | LegacyCliProvider
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: ``name``, ``description`` and ``parameters`` (the Tool Description
+    of Tool Handle 2.1) are what a model sees; ``source`` is the file it came from.
+
+    ``handle`` is set for a Command Handle, ``utcp`` for a UTCP tool or template.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    source: str
+    handle: CommandHandle | None = None
+    utcp: UtcpSource | None = field(default=None, repr=False)
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> Literal["command", "utcp"]:
+        return "command" if self.handle is not None else "utcp"
+
+    @property
+    def uses_credentials(self) -> bool:
+        """Whether calls need a Credential Object from the application's resolver."""
+        return self.handle is not None and self.handle.uses_credentials
+
+    @classmethod
+    def from_handle(cls, handle: CommandHandle, source: str = "") -> Tool:
+        return cls(
+            name=handle.name,
+            description=handle.description,
+            parameters=handle.parameters,
+            source=source,
+            handle=handle,
+            output_schema=handle.output_schema,
+            annotations=handle.annotations,
+        )
+
+
+def llm_name(*parts: str) -> str:
+    """A name models accept, from ``parts`` joined by ``_``: other characters
+    become ``_``; a name over 64 characters keeps its end and a short digest."""
+    import hashlib
+
+    joined = "_".join(part for part in parts if part)
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", joined) or "tool"
+    if len(name) > 64:
+        digest = hashlib.sha256(joined.encode()).hexdigest()[:8]
+        name = f"{name[: 64 - 9]}_{digest}"
+    return name
