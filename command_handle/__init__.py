@@ -6,8 +6,11 @@ Layers: :mod:`command_handle.form` evaluates Tool Form templates;
 :mod:`command_handle.utcp` translates UTCP CLI templates into plans;
 :mod:`command_handle.policy` checks calls against the application's Policy;
 :mod:`command_handle.executor` runs them under trio, asyncio or threads (the
-only layer that spawns).
+only layer that spawns); :mod:`command_handle.toolbox` loads folders of tools,
+describes them for LLM APIs and calls them by name (``command_handle.Toolbox``).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .args import ArgsError, encode_args
 from .errors import (
@@ -49,6 +52,10 @@ from .policy import DANGEROUS_ENVIRONMENT, Policy
 
 __all__ = [
     "DANGEROUS_ENVIRONMENT",
+    "ApprovalRequest",
+    "AuditEvent",
+    "ToolResult",
+    "Toolbox",
     "UNDEFINED",
     "AfterRunError",
     "ArgsError",
@@ -91,3 +98,18 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .toolbox import ApprovalRequest, AuditEvent, Toolbox, ToolResult
+
+# The Toolbox layer (and the UTCP layer under it) loads on first use, so that
+# importing the core stays quick.
+_LAZY = {"Toolbox", "ToolResult", "ApprovalRequest", "AuditEvent"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import toolbox
+
+        return getattr(toolbox, name)
+    raise AttributeError(f"module 'command_handle' has no attribute {name!r}")

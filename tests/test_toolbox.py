@@ -314,7 +314,7 @@ def test_call_runs_the_tool_and_returns_its_output(tmp_path: Path, call: Call) -
     assert report(result)["argv"] == ["a", "b c"]
     assert result.structured["exit_code"] == 0  # type: ignore[index]
     assert "argv" not in result.structured  # type: ignore[operator]
-    assert result.result is not None and result.plan_hash
+    assert result.result is not None and result.plan_hash is None  # no approve hook
     assert result.to_json() == {
         "is_error": False,
         "content": result.content,

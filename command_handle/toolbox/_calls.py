@@ -30,7 +30,13 @@ Outcome = tuple[bool, str, object]
 
 
 class PreparedToolCall(Protocol):
-    plan: dict[str, Any]
+    @property
+    def plan(self) -> dict[str, Any]:
+        """What will run, as JSON (computed when first asked for)."""
+        ...
+
+    @property
+    def timeout(self) -> float: ...
 
     async def run(
         self, executor: Executor, on_started: OnStarted
@@ -51,7 +57,18 @@ class CommandCall:
     def __init__(self, handle: CommandHandle, invocation: Invocation, executor: Executor) -> None:
         self.handle = handle
         self.invocation = invocation
-        self.plan = executor.describe(invocation)
+        self._executor = executor
+        self._plan: dict[str, Any] | None = None
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        if self._plan is None:
+            self._plan = self._executor.describe(self.invocation)
+        return self._plan
+
+    @property
+    def timeout(self) -> float:
+        return self.invocation.timeout
 
     def _started(self, on_started: OnStarted) -> Callable[[int], None]:
         program = self.invocation.argv[0]
@@ -84,14 +101,29 @@ class PlanCall:
         self, prepared: PreparedCall, variables: Mapping[str, str], executor: Executor
     ) -> None:
         self.prepared = prepared
-        if prepared.invocation is not None:
-            self.checked = None
-            self.plan = executor.describe(prepared.invocation)
-        else:
-            self.checked = prepare_plan(
-                prepared.plan, prepared.arguments, variables, executor.policy
-            )
-            self.plan = describe_prepared_plan(self.checked)
+        self._executor = executor
+        self._plan: dict[str, Any] | None = None
+        self.checked = (
+            None
+            if prepared.invocation is not None
+            else prepare_plan(prepared.plan, prepared.arguments, variables, executor.policy)
+        )
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        if self._plan is None:
+            if self.checked is None:
+                assert self.prepared.invocation is not None
+                self._plan = self._executor.describe(self.prepared.invocation)
+            else:
+                self._plan = describe_prepared_plan(self.checked)
+        return self._plan
+
+    @property
+    def timeout(self) -> float:
+        if self.prepared.invocation is not None:
+            return self.prepared.invocation.timeout
+        return self._executor.policy.timeout
 
     async def run(self, executor: Executor, on_started: OnStarted) -> PlanResult:
         invocation = self.prepared.invocation
@@ -116,5 +148,4 @@ class PlanCall:
     ) -> Outcome:
         assert isinstance(result, PlanResult)
         value = redact_value(output_value(self.prepared.plan, result), secrets)
-        timeout = float(self.plan["limits"]["timeout"])
-        return not result.ok, plan_content(value, result, timeout, secrets), value
+        return not result.ok, plan_content(value, result, self.timeout, secrets), value

@@ -30,7 +30,8 @@ class ToolResult:
     """What a call returns. ``content`` is the text for the model; ``structured``
     a JSON value (the ``result`` template's value, or the run as JSON);
     ``result`` the executor's result, for the application (None when nothing
-    ran); ``plan_hash`` the hash of what was approved to run."""
+    ran); ``plan_hash`` the hash of the plan the ``approve`` hook allowed (None
+    without a hook)."""
 
     is_error: bool
     content: str

@@ -321,9 +321,11 @@ class Toolbox:
                 pointer=exc.pointer,
                 error=type(exc).__name__,
             )
-        digest = plan_hash(prepared.plan)
-
+        digest: str | None = None
         if self._approve is not None:
+            # The plan is described and hashed only for an approver: it is work
+            # (the sandbox profile, RFC 8785) that a call without one skips.
+            digest = plan_hash(prepared.plan)
             request = ApprovalRequest(name, call_id, principal, args, prepared.plan, digest)
             allowed = yield _Ask(partial(self._approve, request))
             if not allowed:
@@ -356,8 +358,7 @@ class Toolbox:
             )
             if not isinstance(ran, CommandResult):
                 raise AfterRunError(exc, ran) from None
-            timeout = prepared.plan["limits"]["timeout"]
-            text = command_content(ran, timeout, self.max_content, secrets)
+            text = command_content(ran, prepared.timeout, self.max_content, secrets)
             return ToolResult(
                 True,
                 f"{text}\n\n(The tool's result template failed; this is the plain output.)",
