@@ -706,6 +706,26 @@ def test_an_approver_that_raises_propagates_and_nothing_runs(tmp_path: Path, cal
     assert toolbox.executor.spawned == 0
 
 
+def test_preview_then_call_exactly_that_plan(tmp_path: Path, call: Call) -> None:
+    write(tmp_path / "t.json", credential_doc())
+    toolbox = Toolbox.load(
+        tmp_path, credentials=lambda p, h: {"scheme": "apiKey", "keyValue": CANARY}
+    )
+    shown = toolbox.preview_sync("secret-tool", {"words": ["a"]})
+    assert shown.error is None and shown.plan is not None and shown.plan_hash
+    assert shown.plan["environment"]["API_KEY"] == "********"
+    assert trio.run(lambda: toolbox.preview("secret-tool", {"words": ["a"]})).plan_hash == (
+        shown.plan_hash
+    )
+    assert toolbox.executor.spawned == 0
+    changed = call(toolbox, "secret-tool", {"words": ["b"]}, expect_plan=shown.plan_hash)
+    assert changed.is_error and "changed" in changed.content and toolbox.executor.spawned == 0
+    ran = call(toolbox, "secret-tool", {"words": ["a"]}, expect_plan=shown.plan_hash)
+    assert not ran.is_error and ran.plan_hash == shown.plan_hash
+    refused = toolbox.preview_sync("secret-tool", {"words": "x"})
+    assert refused.plan is None and refused.error and "`words`" in refused.error
+
+
 # -- events -------------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from ._load import ToolLoadError, load_tools, tool_files
 from ._result import ToolResult
 from ._strict import StrictSchemaError, strict_schema
 from ._tool import NAME_PATTERN, Tool, llm_name
-from ._toolbox import ApprovalRequest, Approver, CredentialResolver, Toolbox
+from ._toolbox import ApprovalRequest, Approver, CredentialResolver, Toolbox, ToolPreview
 
 __all__ = [
     "FORMATS",
@@ -29,6 +29,7 @@ __all__ = [
     "StrictSchemaError",
     "Tool",
     "ToolLoadError",
+    "ToolPreview",
     "ToolResult",
     "Toolbox",
     "describe_tool",

@@ -43,7 +43,7 @@ from ._load import load_tools
 from ._result import ToolResult, command_content
 from ._tool import Tool
 
-__all__ = ["ApprovalRequest", "Approver", "CredentialResolver", "Toolbox"]
+__all__ = ["ApprovalRequest", "Approver", "CredentialResolver", "ToolPreview", "Toolbox"]
 
 CredentialResolver = Callable[
     [Any, CommandHandle], Mapping[str, Any] | Awaitable[Mapping[str, Any]]
@@ -83,7 +83,20 @@ class _Run:
     emit: Emitter
 
 
-_Flow = Generator["_Ask | _Run", Any, ToolResult]
+@dataclass(frozen=True)
+class ToolPreview:
+    """What a call would run: the ``plan`` (credentials masked) and its
+    ``plan_hash``; or, when it would be refused, ``error`` (the text the model
+    would get) and no plan."""
+
+    tool: str
+    call_id: str
+    plan: Mapping[str, Any] | None
+    plan_hash: str | None
+    error: str | None
+
+
+_Flow = Generator["_Ask | _Run", Any, "ToolResult | ToolPreview"]
 
 
 class Toolbox:
@@ -179,13 +192,76 @@ class Toolbox:
         principal: Any = None,
         *,
         context: Mapping[str, Any] | None = None,
+        expect_plan: str | None = None,
     ) -> ToolResult:
         """Call the tool ``name`` with the model's ``arguments`` (an object, or its
         JSON text); under trio or asyncio. Every refusal, denial and failure is
         an ``is_error`` result the model can act on; only the application's own
         errors (an approve hook that raises) propagate. ``context`` holds the
-        values ``$context`` reads, which the model never sees."""
-        flow = self._flow(name, arguments, principal, context)
+        values ``$context`` reads, which the model never sees. With
+        ``expect_plan`` (a hash from :meth:`preview`), the call runs only if
+        it would still run exactly that plan."""
+        result = await self._drive(self._flow(name, arguments, principal, context, expect_plan))
+        assert isinstance(result, ToolResult)
+        return result
+
+    async def call_asyncio(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        principal: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        expect_plan: str | None = None,
+    ) -> ToolResult:
+        """The same as :meth:`call`, which is native under asyncio."""
+        return await self.call(name, arguments, principal, context=context, expect_plan=expect_plan)
+
+    def call_sync(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        principal: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        expect_plan: str | None = None,
+    ) -> ToolResult:
+        """Blocking form of :meth:`call`, for threads; no event loop is started
+        unless a hook is async (it is then awaited in a short asyncio run)."""
+        result = self._drive_sync(self._flow(name, arguments, principal, context, expect_plan))
+        assert isinstance(result, ToolResult)
+        return result
+
+    async def preview(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        principal: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> ToolPreview:
+        """What the call would run, without running it or asking the approve hook:
+        the plan (credentials masked) and its hash, or the refusal. Pass the
+        hash to ``call(..., expect_plan=...)`` to run exactly what was shown."""
+        shown = await self._drive(self._flow(name, arguments, principal, context, preview=True))
+        assert isinstance(shown, ToolPreview)
+        return shown
+
+    def preview_sync(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        principal: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> ToolPreview:
+        """Blocking form of :meth:`preview`."""
+        shown = self._drive_sync(self._flow(name, arguments, principal, context, preview=True))
+        assert isinstance(shown, ToolPreview)
+        return shown
+
+    async def _drive(self, flow: _Flow) -> ToolResult | ToolPreview:
+        """Answer the flow's requests under trio or asyncio."""
         try:
             request: _Ask | _Run = next(flow)
             while True:
@@ -201,8 +277,8 @@ class Toolbox:
                     answer = await self._run(request)
                 request = flow.send(answer)
         except StopIteration as done:
-            result: ToolResult = done.value
-            return result
+            outcome: ToolResult | ToolPreview = done.value
+            return outcome
 
     async def _run(self, request: _Run) -> CommandResult | PlanResult | HandleError:
         try:
@@ -213,28 +289,8 @@ class Toolbox:
             request.emit("killed", reason="cancelled")
             raise
 
-    async def call_asyncio(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | str | None = None,
-        principal: Any = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-    ) -> ToolResult:
-        """The same as :meth:`call`, which is native under asyncio."""
-        return await self.call(name, arguments, principal, context=context)
-
-    def call_sync(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | str | None = None,
-        principal: Any = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-    ) -> ToolResult:
-        """Blocking form of :meth:`call`, for threads; no event loop is started
-        unless a hook is async (it is then awaited in a short asyncio run)."""
-        flow = self._flow(name, arguments, principal, context)
+    def _drive_sync(self, flow: _Flow) -> ToolResult | ToolPreview:
+        """Answer the flow's requests in the calling thread."""
         try:
             request: _Ask | _Run = next(flow)
             while True:
@@ -254,8 +310,8 @@ class Toolbox:
                         raise
                 request = flow.send(answer)
         except StopIteration as done:
-            result: ToolResult = done.value
-            return result
+            outcome: ToolResult | ToolPreview = done.value
+            return outcome
 
     # -- the flow ----------------------------------------------------------------
 
@@ -265,6 +321,24 @@ class Toolbox:
         arguments: Mapping[str, Any] | str | None,
         principal: Any,
         context: Mapping[str, Any] | None,
+        expect_plan: str | None = None,
+        preview: bool = False,
+    ) -> _Flow:
+        if not preview:
+            return (yield from self._call_flow(name, arguments, principal, context, expect_plan))
+        outcome = yield from self._call_flow(name, arguments, principal, context, None, True)
+        if isinstance(outcome, ToolResult):  # refused: nothing to show but why
+            return ToolPreview(name, outcome.call_id, None, None, outcome.content)
+        return outcome
+
+    def _call_flow(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None,
+        principal: Any,
+        context: Mapping[str, Any] | None,
+        expect_plan: str | None,
+        preview: bool = False,
     ) -> _Flow:
         call_id = uuid.uuid4().hex[:16]
         emit = Emitter(self._events, name, call_id)
@@ -322,10 +396,28 @@ class Toolbox:
                 error=type(exc).__name__,
             )
         digest: str | None = None
-        if self._approve is not None:
-            # The plan is described and hashed only for an approver: it is work
-            # (the sandbox profile, RFC 8785) that a call without one skips.
+        if preview or expect_plan is not None or self._approve is not None:
+            # The plan is described and hashed only when someone looks at it: it
+            # is work (the sandbox profile, RFC 8785) that a plain call skips.
             digest = plan_hash(prepared.plan)
+        if preview:
+            assert digest is not None
+            return ToolPreview(name, call_id, prepared.plan, digest, None)
+        if expect_plan is not None and digest != expect_plan.strip().lower():
+            emit("refused", reason="the plan changed", plan_hash=digest, expected=expect_plan)
+            return ToolResult(
+                True,
+                f"The call to `{name}` was not run: what it would run changed since it "
+                "was approved. Nothing ran.",
+                None,
+                None,
+                name,
+                call_id,
+                digest,
+            )
+
+        if self._approve is not None:
+            assert digest is not None
             request = ApprovalRequest(name, call_id, principal, args, prepared.plan, digest)
             allowed = yield _Ask(partial(self._approve, request))
             if not allowed:
