@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ..errors import AfterRunError, CommandHandleError
 from ._common import EXIT_FAILED, EXIT_REFUSED, Signalled, UsageError, report
 from ._handles import add_handle_parsers
+from ._mcp import add_mcp_parser
 from ._tools import add_tools_parsers
 from ._utcp import add_utcp_parser
 
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     add_handle_parsers(commands)
     add_tools_parsers(commands)
+    add_mcp_parser(commands)
     add_utcp_parser(commands)
     return parser
 

@@ -10,6 +10,11 @@ describe them for any LLM, call them by name with the model's arguments.
 """
 
 from ._arguments import drop_nulls, model_message, parameter_name
+from ._credentials import (
+    CredentialLookupError,
+    environment_credentials,
+    parse_credential_option,
+)
 from ._events import AuditEvent, EventSink
 from ._formats import FORMATS, describe_tool
 from ._load import ToolLoadError, load_tools, tool_files
@@ -24,6 +29,7 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "AuditEvent",
+    "CredentialLookupError",
     "CredentialResolver",
     "EventSink",
     "StrictSchemaError",
@@ -33,11 +39,13 @@ __all__ = [
     "ToolResult",
     "Toolbox",
     "describe_tool",
+    "environment_credentials",
     "drop_nulls",
     "llm_name",
     "load_tools",
     "model_message",
     "parameter_name",
+    "parse_credential_option",
     "strict_schema",
     "tool_files",
 ]

@@ -7,7 +7,7 @@ Command Handle and a UTCP template differ.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from .._secrets import redact_value
@@ -25,6 +25,7 @@ from ._result import command_content, plan_content, shown
 __all__ = ["CommandCall", "Outcome", "PlanCall", "PreparedToolCall"]
 
 OnStarted = Callable[[int, str], None]
+OnChunk = Callable[[str, bytes], Awaitable[None]]
 # (is_error, content, structured)
 Outcome = tuple[bool, str, object]
 
@@ -39,8 +40,10 @@ class PreparedToolCall(Protocol):
     def timeout(self) -> float: ...
 
     async def run(
-        self, executor: Executor, on_started: OnStarted
-    ) -> CommandResult | PlanResult: ...
+        self, executor: Executor, on_started: OnStarted, on_chunk: OnChunk | None = None
+    ) -> CommandResult | PlanResult:
+        """``on_chunk`` gets output as it arrives (a command's; a plan streams none)."""
+        ...
 
     def run_sync(self, executor: Executor, on_started: OnStarted) -> CommandResult | PlanResult: ...
 
@@ -74,8 +77,10 @@ class CommandCall:
         program = self.invocation.argv[0]
         return lambda pid: on_started(pid, program)
 
-    async def run(self, executor: Executor, on_started: OnStarted) -> CommandResult:
-        return await executor.run(self.invocation, on_started=self._started(on_started))
+    async def run(
+        self, executor: Executor, on_started: OnStarted, on_chunk: OnChunk | None = None
+    ) -> CommandResult:
+        return await executor.run(self.invocation, on_chunk, on_started=self._started(on_started))
 
     def run_sync(self, executor: Executor, on_started: OnStarted) -> CommandResult:
         return executor.run_sync(self.invocation, on_started=self._started(on_started))
@@ -125,11 +130,15 @@ class PlanCall:
             return self.prepared.invocation.timeout
         return self._executor.policy.timeout
 
-    async def run(self, executor: Executor, on_started: OnStarted) -> PlanResult:
+    async def run(
+        self, executor: Executor, on_started: OnStarted, on_chunk: OnChunk | None = None
+    ) -> PlanResult:
         invocation = self.prepared.invocation
         if invocation is not None:
             program = invocation.argv[0]
-            result = await executor.run(invocation, on_started=lambda p: on_started(p, program))
+            result = await executor.run(
+                invocation, on_chunk, on_started=lambda p: on_started(p, program)
+            )
             return self.prepared.result_of(result)
         assert self.checked is not None
         return await executor.run_prepared_plan(self.checked, on_started=on_started)

@@ -19,6 +19,7 @@ implementation, as the executor's drivers do.
 
 from __future__ import annotations
 
+import codecs
 import inspect
 import os
 import uuid
@@ -81,6 +82,35 @@ class _Ask:
 class _Run:
     call: PreparedToolCall
     emit: Emitter
+    secrets: tuple[str, ...] = ()
+
+
+OutputLine = Callable[[str, str], Awaitable[None]]
+
+
+class _Lines:
+    """Output chunks to complete lines, with credential values redacted, for an
+    ``on_output`` callback. A partial line waits for its end (at most
+    :data:`MAX_LINE` characters are kept), so a secret split across chunks is
+    still redacted."""
+
+    MAX_LINE = 4096
+
+    def __init__(self, callback: OutputLine, secrets: tuple[str, ...]) -> None:
+        self.callback = callback
+        self.secrets = secrets
+        self.pending: dict[str, str] = {}
+        self.decoders: dict[str, Any] = {}
+
+    async def __call__(self, stream: str, chunk: bytes) -> None:
+        decoder = self.decoders.get(stream)
+        if decoder is None:
+            decoder = self.decoders[stream] = codecs.getincrementaldecoder("utf-8")("replace")
+        text = self.pending.get(stream, "") + decoder.decode(chunk)
+        *lines, rest = text.split("\n")
+        self.pending[stream] = rest[-self.MAX_LINE :]
+        for line in lines:
+            await self.callback(stream, redact(line[-self.MAX_LINE :], self.secrets))
 
 
 @dataclass(frozen=True)
@@ -193,6 +223,7 @@ class Toolbox:
         *,
         context: Mapping[str, Any] | None = None,
         expect_plan: str | None = None,
+        on_output: OutputLine | None = None,
     ) -> ToolResult:
         """Call the tool ``name`` with the model's ``arguments`` (an object, or its
         JSON text); under trio or asyncio. Every refusal, denial and failure is
@@ -200,8 +231,11 @@ class Toolbox:
         errors (an approve hook that raises) propagate. ``context`` holds the
         values ``$context`` reads, which the model never sees. With
         ``expect_plan`` (a hash from :meth:`preview`), the call runs only if
-        it would still run exactly that plan."""
-        result = await self._drive(self._flow(name, arguments, principal, context, expect_plan))
+        it would still run exactly that plan. ``on_output(stream, line)`` is
+        awaited with each complete line the program writes, credentials
+        redacted (a UTCP plan's steps stream nothing)."""
+        flow = self._flow(name, arguments, principal, context, expect_plan)
+        result = await self._drive(flow, on_output)
         assert isinstance(result, ToolResult)
         return result
 
@@ -260,7 +294,9 @@ class Toolbox:
         assert isinstance(shown, ToolPreview)
         return shown
 
-    async def _drive(self, flow: _Flow) -> ToolResult | ToolPreview:
+    async def _drive(
+        self, flow: _Flow, on_output: OutputLine | None = None
+    ) -> ToolResult | ToolPreview:
         """Answer the flow's requests under trio or asyncio."""
         try:
             request: _Ask | _Run = next(flow)
@@ -274,15 +310,18 @@ class Toolbox:
                         request = flow.throw(exc)
                         continue
                 else:
-                    answer = await self._run(request)
+                    answer = await self._run(request, on_output)
                 request = flow.send(answer)
         except StopIteration as done:
             outcome: ToolResult | ToolPreview = done.value
             return outcome
 
-    async def _run(self, request: _Run) -> CommandResult | PlanResult | HandleError:
+    async def _run(
+        self, request: _Run, on_output: OutputLine | None
+    ) -> CommandResult | PlanResult | HandleError:
+        on_chunk = None if on_output is None else _Lines(on_output, request.secrets)
         try:
-            return await request.call.run(self.executor, _spawned(request.emit))
+            return await request.call.run(self.executor, _spawned(request.emit), on_chunk)
         except HandleError as exc:
             return exc
         except anyio.get_cancelled_exc_class():
@@ -433,7 +472,7 @@ class Toolbox:
                 )
             emit("approved", plan_hash=digest)
 
-        ran = yield _Run(prepared, emit)
+        ran = yield _Run(prepared, emit, secrets)
         if isinstance(ran, HandleError):  # refused at launch (a re-check, the sandbox)
             return refused(
                 redact(model_message(name, ran), secrets),

@@ -1,0 +1,98 @@
+"""The ``mcp`` subcommand: serve folders of tools to MCP clients."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from ..policy import Policy
+from ._common import EXIT_OK, EXIT_REFUSED, UsageError, add_sandbox_flags, sandbox_settings
+
+__all__ = ["add_mcp_parser"]
+
+
+def _credentials(options: argparse.Namespace) -> Any:
+    from ..toolbox import environment_credentials, parse_credential_option
+
+    table: dict[str, dict[str, str]] = {}
+    for option in options.credential or ():
+        try:
+            name, field, variable = parse_credential_option(option)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        table.setdefault(name, {})[field] = variable
+    return environment_credentials(table) if table else None
+
+
+def _cmd_mcp(options: argparse.Namespace) -> int:
+    from ..mcp import is_loopback, serve_http, serve_stdio
+    from ..toolbox import Toolbox
+
+    policy = Policy(
+        inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options)
+    )
+    token = None
+    if options.bearer_token_env:
+        token = os.environ.get(options.bearer_token_env)
+        if not token:
+            raise UsageError(
+                f"--bearer-token-env: the variable {options.bearer_token_env} is unset"
+            )
+    if options.transport == "http" and not (options.allow_remote or is_loopback(options.host)):
+        print(
+            f"command-handle: refusing to listen on {options.host}, which is not a loopback "
+            "address; put an authenticating reverse proxy in front and pass --allow-remote",
+            file=sys.stderr,
+        )
+        return EXIT_REFUSED
+    toolbox = Toolbox.load(*options.paths, policy=policy, credentials=_credentials(options))
+    if options.transport == "http":
+        serve_http(
+            toolbox,
+            options.host,
+            options.port,
+            allow_remote=options.allow_remote,
+            bearer_token=token,
+        )
+        return EXIT_OK
+    import anyio
+
+    anyio.run(serve_stdio, toolbox, backend=options.backend)
+    return EXIT_OK
+
+
+def add_mcp_parser(commands: Any) -> None:
+    mcp = commands.add_parser(
+        "mcp", help="serve tool files and folders to MCP clients (stdio or streamable HTTP)"
+    )
+    mcp.add_argument("paths", nargs="+", metavar="PATH", help="tool files and folders")
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: the address (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8000, help="HTTP: the port (default 8000)")
+    mcp.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="HTTP: allow a host that is not a loopback address (behind your own auth)",
+    )
+    mcp.add_argument(
+        "--bearer-token-env",
+        metavar="VAR",
+        help="HTTP: require 'Authorization: Bearer <token>', the token read from VAR",
+    )
+    mcp.add_argument(
+        "--credential",
+        action="append",
+        metavar="NAME[.FIELD]=VAR",
+        help="resolve the Security Object named NAME from the host variable VAR",
+    )
+    mcp.add_argument(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="stdio: the event loop (HTTP runs on asyncio)",
+    )
+    mcp.add_argument("--inherit-env", action="append", metavar="NAME")
+    add_sandbox_flags(mcp)
+    mcp.set_defaults(run=_cmd_mcp)

@@ -1,0 +1,187 @@
+"""Running the server: over stdio (trio or asyncio) or streamable HTTP (asyncio).
+
+Shutdown kills every child. Over stdio the server ends when the client closes
+stdin (MCP clients then wait about 2 s before signalling), on SIGTERM, SIGINT
+or SIGHUP: the running calls are cancelled, and a cancelled call kills its
+child's process group before it returns. Over HTTP, uvicorn's shutdown ends
+the SDK's session manager, which cancels the calls the same way.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+import signal
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+
+from ..toolbox import Toolbox
+from ._server import build_server
+
+__all__ = ["http_app", "is_loopback", "serve_http", "serve_stdio"]
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class _StdinLines:
+    """The client's messages, one line at a time, read without a thread.
+
+    The SDK reads stdin in a worker thread, which a cancellation cannot
+    interrupt: on SIGTERM the server would wait for the client's next line.
+    This reads a private duplicate of fd 0 (fd 0 itself then points at the
+    null device) when the event loop says it is readable, so a signal stops
+    the server at once, under trio and asyncio alike.
+    """
+
+    def __init__(self) -> None:
+        self.fd = os.dup(0)
+        os.set_inheritable(self.fd, False)
+        os.set_blocking(self.fd, False)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        self.buffer = b""
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while b"\n" not in self.buffer:
+            await anyio.wait_readable(self.fd)
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                continue
+            if not data:  # the client closed stdin
+                if self.buffer:
+                    line, self.buffer = self.buffer, b""
+                    return line.decode("utf-8", "replace")
+                raise StopAsyncIteration
+            self.buffer += data
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode("utf-8", "replace") + "\n"
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+async def serve_stdio(toolbox: Toolbox) -> None:
+    """Serve ``toolbox`` over this process's stdin and stdout until the client
+    closes stdin or a signal arrives (trio or asyncio)."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(toolbox)
+    stdin = _StdinLines()
+    try:
+        async with anyio.create_task_group() as group:
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(*SIGNALS) as signals:
+                    async for _ in signals:
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(stop_on_signal)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+                options = server.create_initialization_options()
+                await server.run(read_stream, write_stream, options)
+            group.cancel_scope.cancel()  # stdin closed: whatever still runs is cancelled
+    finally:
+        stdin.close()
+
+
+def _uvicorn_server() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn, except that a signal ends the process with status 0 after the
+        graceful shutdown (uvicorn re-raises it, so the exit looks like a crash)."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            else:
+                self.should_exit = True
+
+    return Server
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bearer(app: ASGIApp, token: str) -> ASGIApp:
+    """``app`` behind ``Authorization: Bearer <token>`` (compared in constant time)."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"text/plain"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"unauthorized\n"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def http_app(toolbox: Toolbox, host: str = "127.0.0.1", bearer_token: str | None = None) -> Any:
+    """The ASGI app serving ``toolbox`` at ``/mcp`` in stateless mode: every request
+    stands alone, so any number of server processes can share a load balancer."""
+    server = build_server(toolbox)
+    app: Any = server.streamable_http_app(stateless_http=True, host=host)
+    return _bearer(app, bearer_token) if bearer_token else app
+
+
+def serve_http(
+    toolbox: Toolbox,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    allow_remote: bool = False,
+    bearer_token: str | None = None,
+) -> None:
+    """Serve ``toolbox`` over streamable HTTP until SIGTERM or SIGINT (asyncio,
+    uvicorn). A host that is not a loopback address is refused unless
+    ``allow_remote``: authentication is the deployer's reverse proxy's job, or
+    ``bearer_token``'s."""
+    if not (allow_remote or is_loopback(host)):
+        raise ValueError(
+            f"refusing to listen on {host}, which is not a loopback address: put an "
+            "authenticating reverse proxy in front and pass --allow-remote"
+        )
+    import uvicorn
+
+    server_class = _uvicorn_server()
+    config = uvicorn.Config(
+        http_app(toolbox, host, bearer_token),
+        host=host,
+        port=port,
+        log_level=os.environ.get("COMMAND_HANDLE_HTTP_LOG", "warning"),
+        timeout_graceful_shutdown=1,
+        lifespan="on",
+    )
+    server_class(config).run()

@@ -1,0 +1,95 @@
+"""A Toolbox as an MCP server (the official ``mcp`` SDK's low-level ``Server``).
+
+- ``tools/list`` is ``Toolbox.describe("mcp")``, as MCP ``Tool`` objects (so the
+  wire carries ``inputSchema``, ``outputSchema`` and ``annotations``);
+- ``tools/call`` is ``Toolbox.call``: the result's text is the content;
+  ``structuredContent`` is added when the tool declares an ``outputSchema`` and
+  the call succeeded. Refusals and failed programs are results with
+  ``isError: true``, never JSON-RPC errors, so the model reads them;
+- with a progress token, progress is reported while the program runs (every
+  :data:`PROGRESS_INTERVAL` seconds, with its latest output line);
+- a cancelled request cancels ``Toolbox.call``, which kills the child's
+  process group (and its cgroup, when the policy has one) before returning.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from .. import __version__
+from ..toolbox import Toolbox
+
+__all__ = ["PROGRESS_INTERVAL", "build_server"]
+
+PROGRESS_INTERVAL = 0.5  # seconds; the issue asks for at least one a second
+MAX_MESSAGE = 200  # characters of the latest output line in a progress message
+
+
+class _Progress:
+    """The latest output line of one call, reported while it runs."""
+
+    def __init__(self) -> None:
+        self.line = ""
+        self.started = time.monotonic()
+
+    async def on_output(self, stream: str, line: str) -> None:
+        if line.strip():
+            self.line = line.strip()[:MAX_MESSAGE]
+
+    async def report(self, ctx: Any) -> None:
+        while True:
+            await anyio.sleep(PROGRESS_INTERVAL)
+            elapsed = round(time.monotonic() - self.started, 1)
+            await ctx.session.report_progress(
+                elapsed, None, self.line or f"running for {elapsed:g} s"
+            )
+
+
+def _wants_progress(ctx: Any) -> bool:
+    """Whether the request carries a progress token (``_meta.progressToken``)."""
+    meta = getattr(ctx, "meta", None)
+    if isinstance(meta, dict):  # the SDK gives the wire's progressToken as progress_token
+        return meta.get("progress_token", meta.get("progressToken")) is not None
+    return getattr(meta, "progress_token", None) is not None
+
+
+def build_server(toolbox: Toolbox, name: str = "command-handle") -> Server[Any]:
+    """The MCP server for ``toolbox``; run it with a transport (see ``serve_stdio``)."""
+    tools = [types.Tool.model_validate(d) for d in toolbox.describe("mcp")]
+    structured = {tool.name for tool in toolbox if tool.output_schema is not None}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = params.arguments or {}
+        if not _wants_progress(ctx):
+            result = await toolbox.call(params.name, arguments)
+        else:
+            progress = _Progress()
+            async with anyio.create_task_group() as group:
+                group.start_soon(progress.report, ctx)
+                result = await toolbox.call(params.name, arguments, on_output=progress.on_output)
+                group.cancel_scope.cancel()
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.content)]
+        if params.name in structured and not result.is_error:
+            return types.CallToolResult(
+                content=content,
+                structured_content=result.structured,
+                is_error=False,
+            )
+        return types.CallToolResult(content=content, is_error=result.is_error)
+
+    return Server(
+        name,
+        version=__version__,
+        instructions="Each tool runs one program with no shell; arguments are values, never "
+        "syntax. A result with isError says what to change.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

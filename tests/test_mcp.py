@@ -1,0 +1,539 @@
+"""The MCP server, driven by the official SDK's client with the server as a real
+subprocess: over stdio, and over streamable HTTP on 127.0.0.1.
+
+The tools are Python scripts that report what happened to them (pids written
+to files, a directory of running instances), so every check is on real
+processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
+
+from .processes import PY, ROOT
+
+Connect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
+
+CANARY = "canary-mcp-58c1d2e9"
+
+
+def text_of(result: Any, index: int = 0) -> str:
+    """The text of a result's content block (every block here is text)."""
+    block = result.content[index]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes: it only waits for its parent to reap it
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_dead(pids: list[int], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(_alive(pid) for pid in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def script_tool(folder: Path, name: str, code: str, **fields: Any) -> None:
+    script = folder / f"{name}.py"
+    script.write_text(code)
+    document: dict[str, Any] = {
+        "name": name,
+        "description": f"the {name} fixture",
+        "handler": "command",
+        "command": PY,
+        "arguments": [str(script)],
+        "parameters": {"type": "object", "properties": {}},
+    }
+    document.update(fields)
+    (folder / f"{name}.json").write_text(json.dumps(document))
+
+
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("mcp-tools")
+    state = tmp_path_factory.mktemp("mcp-state")
+    script_tool(
+        folder,
+        "ticker",
+        "import sys, time\n"
+        "for i in range(12):\n"
+        "    print(f'tick {i}', flush=True)\n"
+        "    time.sleep(0.25)\n",
+    )
+    # A child that starts a grandchild, records both pids, and waits.
+    script_tool(
+        folder,
+        "tree",
+        "import os, subprocess, sys, time\n"
+        "grandchild = subprocess.Popen(['sleep', '60'])\n"
+        f"path = os.path.join({str(state)!r}, sys.argv[1])\n"
+        "with open(path + '.tmp', 'w') as f: f.write(f'{os.getpid()} {grandchild.pid}')\n"
+        "os.rename(path + '.tmp', path)\n"
+        "print('started', flush=True)\n"
+        "time.sleep(60)\n",
+        parameters={
+            "type": "object",
+            "properties": {"tag": {"type": "string", "pattern": "^[a-z0-9]+$"}},
+            "required": ["tag"],
+        },
+        arguments=[str(folder / "tree.py"), {"$": "tag"}],
+    )
+    # Registers itself in a directory and reports how many instances run at once.
+    script_tool(
+        folder,
+        "overlap",
+        "import os, sys, time\n"
+        "d = sys.argv[1]; mine = os.path.join(d, str(os.getpid()))\n"
+        "open(mine, 'w').close()\n"
+        "deadline = time.monotonic() + 5\n"
+        "while len(os.listdir(d)) < 3 and time.monotonic() < deadline: time.sleep(0.02)\n"
+        "print(len(os.listdir(d)), flush=True)\n"
+        "time.sleep(0.3)\n"
+        "os.remove(mine)\n",
+        parameters={
+            "type": "object",
+            "properties": {"dir": {"type": "string"}},
+            "required": ["dir"],
+        },
+        arguments=[str(folder / "overlap.py"), {"$": "dir"}],
+        options_allowed=[],
+    )
+    (folder / "structured.json").write_text(
+        json.dumps(
+            {
+                "name": "structured",
+                "description": "counts words",
+                "handler": "command",
+                "command": "wc",
+                "arguments": ["-w"],
+                "parameters": {
+                    "type": "object",
+                    "properties": {"text": {"type": "string"}},
+                    "required": ["text"],
+                    "additionalProperties": False,
+                },
+                "io": {"stdin": {"$": "text"}},
+                "result": {"words": {"$": "stdout"}},
+                "output_schema": {
+                    "type": "object",
+                    "properties": {"words": {"type": "string"}},
+                    "required": ["words"],
+                },
+                "annotations": {"readOnlyHint": True, "idempotentHint": True},
+            }
+        )
+    )
+    (folder / "secret.json").write_text(
+        json.dumps(
+            {
+                "name": "secret",
+                "description": "prints the API key it was given",
+                "handler": "command",
+                "security": {"scheme": "apiKey", "name": "billing"},
+                "command": "/usr/bin/printenv",
+                "arguments": ["API_KEY"],
+                "environment": {"API_KEY": {"$credential": "value"}},
+            }
+        )
+    )
+    return folder
+
+
+def server_args(tools: Path, *extra: str) -> list[str]:
+    return ["-m", "command_handle", "mcp", str(tools), "--credential", "billing=MCP_KEY", *extra]
+
+
+def server_env() -> dict[str, str]:
+    return {**os.environ, "MCP_KEY": CANARY}
+
+
+@contextlib.asynccontextmanager
+async def stdio_client(tools: Path, *extra: str) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=sys.executable, args=server_args(tools, *extra), env=server_env(), cwd=str(ROOT)
+    )
+    async with Client(params, cache=None) as client:
+        yield client
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(tools: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, *server_args(tools, "--transport", "http", "--port", str(port), *extra)],
+        env=server_env(),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("the HTTP server did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=10)
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
+    if token is None:
+        async with Client(url, cache=None) as client:
+            yield client
+        return
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as client,
+    ):
+        yield client
+
+
+@pytest.fixture(scope="module")
+def http_url(tools: Path) -> Iterator[str]:
+    with http_server(tools) as (url, _):
+        yield url
+
+
+@pytest.fixture(params=["stdio", "http"])
+def connect(request: pytest.FixtureRequest, tools: Path) -> Connect:
+    """``connect()``: an SDK client of a server over stdio, or over HTTP."""
+    if request.param == "stdio":
+        return lambda: stdio_client(tools)
+    url = request.getfixturevalue("http_url")
+    return lambda: http_client(url)
+
+
+def pids_of(state_dir: Path, tag: str, within: float = 10.0) -> list[int]:
+    path = state_dir / tag
+    deadline = time.monotonic() + within
+    while not path.exists():
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.02)
+    return [int(pid) for pid in path.read_text().split()]
+
+
+def state_of(tools: Path) -> Path:
+    text = (tools / "tree.py").read_text()
+    return Path(text.split("os.path.join(")[1].split(",")[0].strip("'\""))
+
+
+# -- listing and calling --------------------------------------------------------------
+
+
+def test_tools_list_carries_schemas_and_annotations(connect: Connect) -> None:
+    async def main() -> dict[str, Any]:
+        async with connect() as client:
+            listed = await client.list_tools()
+            return {t.name: t.model_dump(by_alias=True, exclude_none=True) for t in listed.tools}
+
+    tools = anyio.run(main)
+    assert {"ticker", "tree", "overlap", "structured", "secret"} <= set(tools)
+    structured = tools["structured"]
+    assert structured["inputSchema"]["required"] == ["text"]
+    assert structured["outputSchema"]["required"] == ["words"]
+    assert structured["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
+
+
+def test_the_wire_carries_input_schema(tools: Path) -> None:
+    """What a client receives, byte for byte: JSON-RPC over the server's stdout."""
+    process = subprocess.Popen(
+        [sys.executable, *server_args(tools)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=server_env(),
+        cwd=ROOT,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "wire-test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    for message in messages:
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+    process.stdin.flush()
+    replies = {}
+    while 2 not in replies:
+        line = process.stdout.readline()
+        assert line, "the server closed stdout"
+        reply = json.loads(line)
+        replies[reply.get("id")] = reply
+    process.stdin.close()
+    assert process.wait(timeout=10) == 0
+    listed = {t["name"]: t for t in replies[2]["result"]["tools"]}
+    assert "inputSchema" in listed["structured"] and "input_schema" not in listed["structured"]
+    assert "outputSchema" in listed["structured"]
+
+
+def test_a_call_returns_text_and_structured_content(connect: Connect) -> None:
+    async def main() -> Any:
+        async with connect() as client:
+            return await client.call_tool("structured", {"text": "one two three"})
+
+    result = anyio.run(main)
+    assert result.is_error is False
+    assert result.structured_content == {"words": "3\n"}
+    assert json.loads(text_of(result)) == {"words": "3\n"}
+
+
+def test_mistakes_and_failures_are_results_with_is_error(connect: Connect) -> None:
+    async def main() -> list[Any]:
+        async with connect() as client:
+            return [
+                await client.call_tool("structured", {"text": 5}),
+                await client.call_tool("structured", {"text": "a", "extra": 1}),
+                await client.call_tool("no-such-tool", {}),
+                await client.call_tool("tree", {"tag": "-x"}),
+            ]
+
+    wrong_type, extra, unknown, pattern = anyio.run(main)
+    for result in (wrong_type, extra, unknown, pattern):
+        assert result.is_error is True and result.structured_content is None
+    assert "`text` must be of type string" in text_of(wrong_type)
+    assert "`extra` is not a parameter of this tool" in text_of(extra)
+    assert "no tool named `no-such-tool`" in text_of(unknown)
+    assert "`tag` must match the pattern" in text_of(pattern)
+
+
+def test_a_credential_from_the_command_line_stays_hidden(connect: Connect) -> None:
+    async def main() -> Any:
+        async with connect() as client:
+            return await client.call_tool("secret", {})
+
+    result = anyio.run(main)
+    assert result.is_error is False
+    assert text_of(result) == "[credential]"  # the child printed it; the model sees this
+
+
+# -- long calls ---------------------------------------------------------------------------
+
+
+def test_progress_reports_the_latest_output_line(connect: Connect) -> None:
+    updates: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, message))
+
+    async def main() -> Any:
+        async with connect() as client:
+            return await client.call_tool("ticker", {}, progress_callback=on_progress)
+
+    result = anyio.run(main)
+    assert not result.is_error and text_of(result).endswith("tick 11")
+    assert len(updates) >= 3
+    assert [p for p, _ in updates] == sorted(p for p, _ in updates)
+    assert any(message and message.startswith("tick ") for _, message in updates)
+
+
+def test_a_cancelled_call_kills_the_tree_and_the_session_goes_on(
+    connect: Connect, tools: Path
+) -> None:
+    state = state_of(tools)
+    tag = f"cancel{os.getpid()}{int(time.monotonic() * 1000) % 100000}"
+    found: list[int] = []
+
+    async def main() -> Any:
+        async with connect() as client:
+            with anyio.move_on_after(30) as scope:
+                async with anyio.create_task_group() as group:
+
+                    async def call() -> None:
+                        await client.call_tool("tree", {"tag": tag})
+
+                    group.start_soon(call)
+                    found.extend(await anyio.to_thread.run_sync(pids_of, state, tag))
+                    group.cancel_scope.cancel()  # the client abandons the call
+            assert not scope.cancelled_caught
+            assert await anyio.to_thread.run_sync(wait_dead, found)
+            return await client.call_tool("structured", {"text": "still here"})
+
+    after = anyio.run(main)
+    assert len(found) == 2 and not any(_alive(pid) for pid in found)
+    assert after.structured_content == {"words": "2\n"}
+
+
+def test_calls_run_in_parallel(connect: Connect, tmp_path: Path) -> None:
+    async def main() -> list[str]:
+        texts: list[str] = []
+        async with connect() as client, anyio.create_task_group() as group:
+
+            async def one() -> None:
+                result = await client.call_tool("overlap", {"dir": str(tmp_path)})
+                texts.append(text_of(result))
+
+            for _ in range(3):
+                group.start_soon(one)
+        return texts
+
+    assert anyio.run(main) == ["3", "3", "3"]
+
+
+# -- shutdown -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["stdin-closed", "SIGTERM", "SIGINT"])
+def test_shutdown_kills_every_child(tools: Path, how: str) -> None:
+    state = state_of(tools)
+    tag = f"stop{how.lower().replace('-', '')}{os.getpid()}"
+    process = subprocess.Popen(
+        [sys.executable, *server_args(tools)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+        cwd=ROOT,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    for message in (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "tree", "arguments": {"tag": tag}},
+        },
+    ):
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+    process.stdin.flush()
+    pids = pids_of(state, tag)
+    if how == "stdin-closed":
+        process.stdin.close()
+    else:
+        process.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
+    try:
+        code = process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert code == 0, process.stderr.read() if process.stderr else ""
+    assert wait_dead(pids, within=2.0), "a child outlived the server"
+    assert b"Traceback" not in (process.stderr.read() if process.stderr else b"")
+
+
+def test_http_shutdown_kills_every_child(tools: Path) -> None:
+    state = state_of(tools)
+    tag = f"httpstop{os.getpid()}"
+    with http_server(tools) as (url, process):
+
+        async def main() -> list[int]:
+            pids: list[int] = []
+
+            async def drive() -> None:
+                with contextlib.suppress(Exception):  # the server goes away mid-call
+                    async with http_client(url) as client:
+                        await client.call_tool("tree", {"tag": tag})
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(drive)
+                pids.extend(await anyio.to_thread.run_sync(pids_of, state, tag))
+                process.send_signal(signal.SIGTERM)
+                await anyio.to_thread.run_sync(process.wait, 15)
+                group.cancel_scope.cancel()
+            return pids
+
+        pids = anyio.run(main)
+        assert process.returncode == 0
+        assert wait_dead(pids, within=2.0)
+
+
+# -- backends, HTTP options ---------------------------------------------------------------
+
+
+def test_stdio_server_under_trio(tools: Path) -> None:
+    async def main() -> Any:
+        async with stdio_client(tools, "--backend", "trio") as client:
+            return await client.call_tool("structured", {"text": "under trio"})
+
+    assert anyio.run(main).structured_content == {"words": "2\n"}
+
+
+def test_http_refuses_a_remote_host_unless_allowed(tools: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, *server_args(tools, "--transport", "http", "--host", "0.0.0.0")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2 and "--allow-remote" in done.stderr
+
+
+def test_http_bearer_token(tools: Path) -> None:
+    env_token = "token-for-tests-123"
+    os.environ["CH_TEST_MCP_TOKEN"] = env_token
+    try:
+        with http_server(tools, "--bearer-token-env", "CH_TEST_MCP_TOKEN") as (url, _):
+            refused = httpx2.post(url, json={}, timeout=10)
+            assert refused.status_code == 401
+
+            async def main() -> Any:
+                async with http_client(url, token=env_token) as client:
+                    return await client.call_tool("structured", {"text": "with token"})
+
+            assert anyio.run(main).structured_content == {"words": "2\n"}
+    finally:
+        del os.environ["CH_TEST_MCP_TOKEN"]
