@@ -165,6 +165,24 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
             }
         )
     )
+    script_tool(
+        folder,
+        "slow-secret",
+        "import os, time\nprint('using', os.environ['API_KEY'], flush=True)\ntime.sleep(1.5)\n",
+        security={"scheme": "apiKey", "name": "billing"},
+        environment={"API_KEY": {"$credential": "value"}},
+    )
+    script_tool(
+        folder,
+        "writer",
+        "import sys\nopen(sys.argv[-1], 'w').write('written')\nprint('wrote')\n",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+        arguments=[str(folder / "writer.py"), "--", {"$": "path"}],
+    )
     return folder
 
 
@@ -379,6 +397,21 @@ def test_progress_reports_the_latest_output_line(connect: Connect) -> None:
     assert any(message and message.startswith("tick ") for _, message in updates)
 
 
+def test_progress_messages_never_carry_a_credential(connect: Connect) -> None:
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async def main() -> Any:
+        async with connect() as client:
+            return await client.call_tool("slow-secret", {}, progress_callback=on_progress)
+
+    result = anyio.run(main)
+    assert text_of(result) == "using [credential]"
+    assert "using [credential]" in messages and not any(CANARY in m for m in messages)
+
+
 def test_a_cancelled_call_kills_the_tree_and_the_session_goes_on(
     connect: Connect, tools: Path
 ) -> None:
@@ -509,6 +542,18 @@ def test_stdio_server_under_trio(tools: Path) -> None:
             return await client.call_tool("structured", {"text": "under trio"})
 
     assert anyio.run(main).structured_content == {"words": "2\n"}
+
+
+def test_the_sandbox_flags_confine_every_call(tools: Path, tmp_path: Path) -> None:
+    async def write(*flags: str) -> Any:
+        async with stdio_client(tools, *flags) as client:
+            return await client.call_tool("writer", {"path": str(tmp_path / "out.txt")})
+
+    confined = anyio.run(write, "--sandbox", "read-only")
+    assert confined.is_error and "Permission" in text_of(confined)
+    assert not (tmp_path / "out.txt").exists()
+    free = anyio.run(write)
+    assert not free.is_error and (tmp_path / "out.txt").read_text() == "written"
 
 
 def test_http_refuses_a_remote_host_unless_allowed(tools: Path) -> None:

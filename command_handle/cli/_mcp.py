@@ -27,6 +27,12 @@ def _credentials(options: argparse.Namespace) -> Any:
 
 
 def _cmd_mcp(options: argparse.Namespace) -> int:
+    try:
+        import mcp  # noqa: F401  (the SDK, not this package's command_handle.mcp)
+    except ImportError:
+        raise UsageError(
+            "the MCP server needs the official SDK: pip install 'command-handle[mcp]'"
+        ) from None
     from ..mcp import is_loopback, serve_http, serve_stdio
     from ..toolbox import Toolbox
 
