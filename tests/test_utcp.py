@@ -191,13 +191,29 @@ def test_a_nul_in_an_argument_is_refused() -> None:
 # -- environment -------------------------------------------------------------------
 
 
-def test_default_inheritance_is_the_utcp_allowlist(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_inheritance_is_the_utcp_allowlist_within_the_policy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("SECRET_TOKEN", "s3cret")
     monkeypatch.setenv("LANG", "C.UTF-8")
-    env = call(probe())["env"]
-    assert "SECRET_TOKEN" not in env
-    assert env["LANG"] == "C.UTF-8"
-    assert set(env) <= {*utcp.DEFAULT_INHERITED, "PWD"}
+    monkeypatch.setenv("TZ", "UTC")
+    # The template asks for utcp-cli's list; the policy passes what it allows.
+    assert call(probe())["env"] == {"PWD": os.getcwd()}
+    policy = Policy(inherit_environment=("LANG", "SECRET_TOKEN"))
+    env = call(probe(), policy=policy)["env"]
+    assert env == {"LANG": "C.UTF-8", "PWD": os.getcwd()}  # SECRET_TOKEN: not asked for
+
+
+def test_a_template_cannot_inherit_what_the_policy_withholds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Red-team finding 9: inherit_env_vars named SECRET and LD_PRELOAD."""
+    monkeypatch.setenv("SECRET", "canary-secret-9")
+    monkeypatch.setenv("LD_PRELOAD", "/nonexistent/evil.so")
+    source = probe(inherit_env_vars=["SECRET", "LD_PRELOAD"])
+    assert call(source)["env"] == {"PWD": os.getcwd()}
+    policy = Policy(inherit_environment=("SECRET", "LD_PRELOAD"))
+    assert call(source, policy=policy)["env"] == {"SECRET": "canary-secret-9", "PWD": os.getcwd()}
 
 
 def test_strict_inheritance_passes_only_env_vars(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,8 +225,11 @@ def test_strict_inheritance_passes_only_env_vars(monkeypatch: pytest.MonkeyPatch
 def test_a_list_inherits_exactly_those_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PICKED", "yes")
     monkeypatch.setenv("OTHER", "no")
+    policy = Policy(inherit_environment=("PICKED", "OTHER", "UNSET_NAME"))
+    source = probe(inherit_env_vars=["PICKED", "UNSET_NAME"])
+    assert call(source, policy=policy)["env"] == {"PICKED": "yes", "PWD": os.getcwd()}
     source = probe(inherit_env_vars=["PICKED", "UNSET_NAME"], env_vars={"PICKED": "override"})
-    env = call(source)["env"]
+    env = call(source, policy=policy)["env"]
     assert env == {"PICKED": "override", "PWD": os.getcwd()}
 
 

@@ -108,7 +108,9 @@ def test_api_python_multi_step_tool(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "host-openai")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    policy = stand_in_policy(tools, allow_environment=("PYTHONPATH",))
+    policy = stand_in_policy(
+        tools, allow_environment=("PYTHONPATH",), inherit_environment=("OPENAI_API_KEY",)
+    )
     out = call(
         fixture("api-python-multi-step-tool"),
         {"input_file": "in.txt"},
@@ -227,7 +229,9 @@ def test_protocol_working_directory(tmp_path: Path) -> None:
     src.mkdir(parents=True)
     (src / "Makefile").write_text("build:\n\t@echo built in $(notdir $(CURDIR))\n")
     template = fixture("protocol-working-directory", {"/project/src": str(src)})
-    assert call(template) == "built in src"
+    # make runs its recipe through PATH: the template asks for it (utcp-cli's
+    # default list), and the policy passes it.
+    assert call(template, policy=Policy(inherit_environment=("PATH",))) == "built in src"
 
 
 def test_protocol_powershell_commands_are_not_found_on_unix() -> None:

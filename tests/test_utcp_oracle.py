@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from command_handle import utcp
+from command_handle import Policy, utcp
 
 BASH = "/bin/bash"
 
@@ -100,7 +100,10 @@ def run_plan(command: str, cwd: Path, args: dict[str, Any] | None = None) -> byt
         "env_vars": _env(cwd),
         "working_dir": str(cwd),
     }
-    result = trio.run(lambda: utcp.run(template, args or {}))
+    # utcp-cli lets an argument begin a word with '-': the oracle compares its
+    # behaviour, so the policy opts out of the flag guard here.
+    policy = Policy(allow_utcp_options=True)
+    result = trio.run(lambda: utcp.run(template, args or {}, policy=policy))
     return result.steps[0].output.rstrip(b"\n")
 
 

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
-__all__ = ["Segment", "fields", "join"]
+__all__ = ["Segment", "fields", "fields_with_origin", "join"]
 
 # bash ignores IFS from the environment and the plan refuses assigning it,
 # so splitting always uses the default: space, tab, newline.
@@ -28,6 +28,7 @@ class Segment:
     text: str
     quoted: bool  # quoted text: no splitting, no globbing, makes a field even when empty
     split: bool = False  # an unquoted expansion: split on IFS whitespace
+    data: bool = False  # from a tool argument or a step's output, directly or not
 
 
 def join(segments: list[Segment]) -> str:
@@ -37,28 +38,48 @@ def join(segments: list[Segment]) -> str:
 
 def fields(segments: list[Segment], cwd: str) -> list[str]:
     """Split the word into fields, then expand globs relative to ``cwd``."""
-    result: list[str] = []
+    return [text for text, _ in fields_with_origin(segments, cwd)]
+
+
+def fields_with_origin(segments: list[Segment], cwd: str) -> list[tuple[str, bool]]:
+    """:func:`fields`, each with whether its first character came from data (a
+    segment marked ``data``): the flag guard asks who wrote a field's start."""
+    result: list[tuple[str, bool]] = []
     current: list[tuple[str, bool]] = []  # (text, may glob)
+    lead = False  # the current field's first run came from data
     has_field = False
+
+    def start(data: bool) -> None:
+        nonlocal lead
+        if not any(text for text, _ in current):  # this segment's text comes first
+            lead = data
+
+    def finish() -> None:
+        result.extend((text, lead) for text in _expand_field(current, cwd))
+
     for segment in segments:
         if segment.quoted:
+            if segment.text:
+                start(segment.data)
             current.append((segment.text, False))
             has_field = True
         elif not segment.split:
             if segment.text:
+                start(segment.data)
                 current.append((segment.text, True))
                 has_field = True
         else:
             for index, piece in enumerate(_IFS.split(segment.text)):
                 if index % 2:  # a run of IFS whitespace ends the field
                     if has_field:
-                        result.extend(_expand_field(current, cwd))
+                        finish()
                     current, has_field = [], False
                 elif piece:
+                    start(segment.data)
                     current.append((piece, True))
                     has_field = True
     if has_field:
-        result.extend(_expand_field(current, cwd))
+        finish()
     return result
 
 

@@ -26,8 +26,15 @@ from functools import partial
 import anyio
 import anyio.lowlevel
 
-from ..errors import AfterRunError, HandleError
+from ..errors import (
+    AfterRunError,
+    CommandError,
+    EnvironmentVariableError,
+    HandleError,
+    OptionArgumentError,
+)
 from ..plan import (
+    STEP_OUTPUT,
     Arg,
     Command,
     Lit,
@@ -39,14 +46,15 @@ from ..plan import (
     Tilde,
     Var,
     Word,
+    sequence_uses_data,
     word_text,
 )
-from ..policy import Policy, check_program
+from ..policy import Policy, check_program, check_variable_name
 from . import _bubblewrap as bubblewrap
 from ._capture import Capture
 from ._cgroup import CallCgroup
 from ._drive import drive
-from ._expand import Segment, fields, join
+from ._expand import Segment, fields, fields_with_origin, join
 from ._landlock import SandboxProfile
 from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
 from ._plan_result import PlanResult, StepResult
@@ -159,7 +167,8 @@ class _PlanRun:
                     results.append(self._step_result(step, sink, status))
                     current = None
                     value = bytes(sink.buffer).rstrip(b"\n").replace(b"\x00", b"")
-                    state.set(f"CMD_{step.index}_OUTPUT", value.decode("utf-8", "surrogateescape"))
+                    output = value.decode("utf-8", "surrogateescape")
+                    state.set(f"CMD_{step.index}_OUTPUT", output, data=True)
             if deadline.cancelled_caught:
                 timed_out = True
                 if current is not None:
@@ -268,13 +277,37 @@ class _PlanRun:
             self.subst_status = None
             err = streams[2]
             words: list[str] = []
+            chosen_by_data: list[bool] = []  # per field: its word depends on data
+            led_by_data: list[bool] = []  # per field: its first character is data
             for word in command.words:
-                words += fields(await self.segments(word, state, err), state.cwd)
+                segments = await self.segments(word, state, err)
+                expanded = fields_with_origin(segments, state.cwd)
+                depends = any(segment.data for segment in segments)
+                words += [text for text, _ in expanded]
+                led_by_data += [lead for _, lead in expanded]
+                chosen_by_data += [depends] * len(expanded)
             assignments: list[tuple[str, str | None]] = []
+            from_data: set[str] = set()
             for assignment in command.assignments:
                 value = assignment.value
-                text = None if value is None else join(await self.segments(value, state, err))
-                assignments.append((assignment.name, text))
+                if value is None:
+                    assignments.append((assignment.name, None))
+                    continue
+                segments = await self.segments(value, state, err)
+                assignments.append((assignment.name, join(segments)))
+                if any(segment.data for segment in segments):
+                    from_data.add(assignment.name)
+            if words:
+                self.check_data_words(words, chosen_by_data, led_by_data, state)
+            if words or command.kind == "export":
+                for name in from_data:
+                    if self.policy.refuses_model_value(name):
+                        raise EnvironmentVariableError(
+                            f"{name} is read by programs as options or commands; a value from "
+                            "a tool argument or a step's output may not set it "
+                            "(Policy.allow_environment)",
+                            self.where,
+                        )
             table: list[_Target] = list(streams)
             for redirect in command.redirects:
                 if redirect.op in (">&", "<&"):
@@ -303,18 +336,81 @@ class _PlanRun:
                     table[redirect.fd] = _Fd(fd)
             io = BuiltinIO(lambda data: _write(table[1], data), lambda data: _write(table[2], data))
             if command.kind == "export":
-                args = [name if value is None else f"{name}={value}" for name, value in assignments]
-                return await BUILTINS["export"](state, args, io)
+                args = [name if text is None else f"{name}={text}" for name, text in assignments]
+                status = await BUILTINS["export"](state, args, io)
+                for name, text in assignments:
+                    if text is not None:
+                        state.set(name, text, export=True, data=name in from_data)
+                return status
             if not words:
                 for name, text in assignments:
-                    state.set(name, text or "")
+                    state.set(name, text or "", data=name in from_data)
                 return self.subst_status or 0
             builtin = BUILTINS.get(words[0])
             if builtin is not None:
-                return await builtin(state, words[1:], io)
+                if words[0] == "export":  # reached through a variable: names checked now
+                    for arg in words[1:]:
+                        check_variable_name(arg.partition("=")[0], self.policy, self.where)
+                status = await builtin(state, words[1:], io)
+                if words[0] == "cd":
+                    self.track_directory(words[1:], led_by_data[1:], chosen_by_data[1:], state)
+                return status
             return await self.spawn(words, assignments, state, table, release)
         finally:
             release()
+
+    @property
+    def where(self) -> str:
+        return f"/commands/{self.step}/command"
+
+    def check_data_words(
+        self,
+        words: list[str],
+        chosen_by_data: list[bool],
+        led_by_data: list[bool],
+        state: ShellState,
+    ) -> None:
+        """Refuse, before the exec, a program chosen by data (red-team finding 8)
+        and an argument that data begins with an option character (finding 12).
+        The translator refused what it could see; this sees the values."""
+        if chosen_by_data[0]:
+            raise CommandError(
+                "the program to run comes from a tool argument or a step's output "
+                "(through a variable or a substitution)",
+                self.where,
+            )
+        name = words[0]
+        if "/" in name and not name.startswith("/") and "PWD" in state.tainted:
+            raise CommandError(
+                "a relative program is looked up in a directory chosen by a tool argument "
+                "or a step's output",
+                self.where,
+            )
+        if "/" not in name and "PATH" in state.tainted and self.policy.search_path is None:
+            raise CommandError(
+                "PATH was set from a tool argument or a step's output, so it would choose "
+                "the program",
+                self.where,
+            )
+        if self.policy.allow_utcp_options:
+            return
+        after_end = False
+        for word, lead in zip(words[1:], led_by_data[1:], strict=True):
+            if not lead:
+                after_end = after_end or word == "--"
+                continue
+            if not after_end and word != "-" and word.startswith(("-", "+", "@")):
+                raise OptionArgumentError(None, "", word[0])
+
+    @staticmethod
+    def track_directory(
+        args: list[str], leads: list[bool], chosen: list[bool], state: ShellState
+    ) -> None:
+        """After ``cd``: the directory is data's choice when its target was."""
+        if any(chosen):
+            state.tainted.add("PWD")
+        elif args and args[-1].startswith("/"):
+            state.tainted.discard("PWD")
 
     def resolve(self, name: str, state: ShellState) -> tuple[str | None, int, str]:
         """The program's path, or None with bash's status and message. Raises the
@@ -421,16 +517,19 @@ class _PlanRun:
             if isinstance(part, Lit):
                 out.append(Segment(part.text, part.quoted))
             elif isinstance(part, Arg):
-                out.append(Segment(self.arguments[part.name], True))
+                out.append(Segment(self.arguments[part.name], True, data=True))
             elif isinstance(part, Tilde):
-                out.append(Segment(state.variables.get("HOME") or os.path.expanduser("~"), True))
+                home = state.variables.get("HOME") or os.path.expanduser("~")
+                out.append(Segment(home, True, data="HOME" in state.tainted))
             elif isinstance(part, Var):
                 variables = state.variables
                 value = str(state.status) if part.name == "?" else variables.get(part.name, "")
-                out.append(Segment(value, part.quoted, split=not part.quoted))
+                data = part.name in state.tainted or bool(STEP_OUTPUT.fullmatch(part.name))
+                out.append(Segment(value, part.quoted, split=not part.quoted, data=data))
             elif isinstance(part, Subst):
+                data = sequence_uses_data(part.body, state.tainted)
                 value = await self.substitute(part, state, err)
-                out.append(Segment(value, part.quoted, split=not part.quoted))
+                out.append(Segment(value, part.quoted, split=not part.quoted, data=data))
         return out
 
     async def substitute(self, part: Subst, state: ShellState, err: _Target) -> str:

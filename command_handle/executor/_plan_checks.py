@@ -12,9 +12,24 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._ostext import os_text_problem
-from ..errors import ArgumentsError, CommandError, EnvironmentVariableError, Violation
-from ..plan import Plan, iter_commands, substitute_variables, word_is_static, word_text
+from .._ostext import exec_size_problem, os_text_problem
+from ..errors import (
+    ArgumentsError,
+    CommandError,
+    EnvironmentVariableError,
+    OptionArgumentError,
+    Violation,
+)
+from ..plan import (
+    Arg,
+    Lit,
+    Plan,
+    Word,
+    iter_commands,
+    substitute_variables,
+    word_is_static,
+    word_text,
+)
 from ..policy import (
     Policy,
     check_program,
@@ -41,10 +56,19 @@ class PreparedPlan:
     policy: Policy
 
 
+def inheritable(names: tuple[str, ...], policy: Policy) -> tuple[str, ...]:
+    """The host variables a template may inherit: those it names that the policy
+    passes through (``Policy.inherit_environment``), never a dangerous one.
+    A template's ``inherit_env_vars`` (or utcp-cli's default list) asks; the
+    policy decides (red-team finding 9)."""
+    allowed = set(policy.inherit_environment)
+    return tuple(n for n in names if n in allowed and not policy.refuses_variable(n))
+
+
 def plan_environment(plan: Plan, variables: Mapping[str, str], policy: Policy) -> dict[str, str]:
     """The starting environment: inherited host names, then the plan's values with
     the caller's variables substituted."""
-    env = inherited_environment(plan.environment.inherit)
+    env = inherited_environment(inheritable(plan.environment.inherit, policy))
     for name, template in plan.environment.set:
         where = f"/env_vars/{name}"
         check_variable_name(name, policy, where)
@@ -89,7 +113,9 @@ def prepare_plan(
     ]
     if violations:
         raise ArgumentsError(violations)
+    _check_argument_words(plan, arguments, policy)
     env = plan_environment(plan, variables, policy)
+    _check_sizes(plan, arguments, env)
     cwd = resolve_directory(plan.working_dir or policy.workspace, "/working_dir")
     search = policy.search_path
     if search is None:
@@ -98,6 +124,15 @@ def prepare_plan(
         where = f"/commands/{step}/command"
         for assignment in command.assignments:
             check_variable_name(assignment.name, policy, where)
+            value = assignment.value or ()
+            if any(isinstance(part, Arg) for part in value) and policy.refuses_model_value(
+                assignment.name
+            ):
+                raise EnvironmentVariableError(
+                    f"{assignment.name} is read by programs as options or commands; a tool "
+                    "argument may not set it (Policy.allow_environment)",
+                    where,
+                )
         if not command.words:
             continue
         first = command.words[0]
@@ -121,3 +156,63 @@ def prepare_plan(
         elif policy.allowed_commands is not None and name not in policy.allowed_commands:
             raise CommandError(f"the policy does not allow the command {name!r}", where)
     return PreparedPlan(plan, arguments, env, cwd, policy)
+
+
+def _leading_argument(word: Word) -> Arg | None:
+    """The argument whose value begins ``word``, if one does (empty quotes skipped)."""
+    for part in word:
+        if isinstance(part, Lit) and not part.text:
+            continue
+        return part if isinstance(part, Arg) else None
+    return None
+
+
+def _check_argument_words(plan: Plan, arguments: Mapping[str, str], policy: Policy) -> None:
+    """The flag guard (red-team finding 12): a word of a program's arguments that
+    begins with a tool argument's value starting with ``-``, ``+`` or ``@`` is
+    refused, unless a literal ``--`` came earlier in the command or the policy
+    allows it (``allow_utcp_options``, utcp-cli's behaviour). Checked for the
+    whole plan before its first step."""
+    if policy.allow_utcp_options:
+        return
+    for _, command in iter_commands(plan):
+        after_end = False
+        for word in command.words[1:]:
+            if word_is_static(word):
+                after_end = after_end or word_text(word) == "--"
+                continue
+            arg = _leading_argument(word)
+            if arg is None or after_end:
+                continue
+            value = arguments.get(arg.name, "")
+            if value.startswith(("-", "+", "@")) and value != "-":
+                raise OptionArgumentError(arg.name, f"/{arg.name}", value[0])
+
+
+def _check_sizes(plan: Plan, arguments: Mapping[str, str], env: Mapping[str, str]) -> None:
+    """Each command's arguments, as far as they are known before the run (literal
+    text and tool arguments), must fit execve's limits: a value too large is
+    refused before the first step rather than after earlier steps ran
+    (red-team finding 11)."""
+    for _, command in iter_commands(plan):
+        known: list[str] = []
+        used: list[list[str]] = []  # the arguments in each word
+        for word in command.words:
+            text, names = "", []
+            for part in word:
+                if isinstance(part, Lit):
+                    text += part.text
+                elif isinstance(part, Arg):
+                    text += arguments.get(part.name, "")
+                    names.append(part.name)
+            known.append(text)
+            used.append(names)
+        if not any(used):
+            continue
+        problem = exec_size_problem(["-", *known[1:]], dict(env))
+        if problem is not None:
+            why, index = problem
+            everywhere = [name for names in used for name in names]
+            culprits = used[index] if index is not None and used[index] else everywhere
+            at = culprits[0]
+            raise ArgumentsError([Violation(f"/{at}", f"`{at}` {why}", "size")])

@@ -25,6 +25,7 @@ from ._model import (
     word_is_static,
     word_text,
 )
+from ._taint import STEP_OUTPUT, data_variables, sequence_uses_data, word_uses_data
 from ._walk import iter_commands, substitute_variables, word_arguments
 
 __all__ = [
@@ -42,10 +43,14 @@ __all__ = [
     "Subst",
     "Tilde",
     "Var",
+    "STEP_OUTPUT",
     "Word",
+    "data_variables",
     "iter_commands",
     "substitute_variables",
+    "sequence_uses_data",
     "word_arguments",
     "word_is_static",
     "word_text",
+    "word_uses_data",
 ]

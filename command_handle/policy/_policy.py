@@ -128,6 +128,9 @@ class Policy:
       computed ``directory``). Off by default.
     - ``allow_environment`` also lets a handle set the variables of
       :data:`OPTION_ENVIRONMENT` to values from the model's arguments.
+    - ``allow_utcp_options``: let a UTCP tool argument begin a word (or a 0.x
+      flag's value) with ``-``, ``+`` or ``@``, as utcp-cli does. Off by
+      default: such a value is refused, as the flag guard refuses it in handles.
     - ``timeout``: seconds per call, and the cap on a handle's ``timeout``.
     - ``max_output``: bytes kept per stream, and the cap on a handle's ``max_output``.
     - ``kill_grace``: seconds between SIGTERM and SIGKILL to the process group.
@@ -163,6 +166,7 @@ class Policy:
     allowed_commands: frozenset[str] | None = None
     match_command_names: bool = False
     allow_computed_command: bool = False
+    allow_utcp_options: bool = False
     sandbox: str = "off"
     workspace: str | None = None
     network: bool | None = None
@@ -186,7 +190,12 @@ class Policy:
             object.__setattr__(self, name, _names(name, getattr(self, name)))
         if self.search_path is not None:
             object.__setattr__(self, "search_path", _names("search_path", self.search_path))
-        for flag in ("allow_setuid", "match_command_names", "allow_computed_command"):
+        for flag in (
+            "allow_setuid",
+            "match_command_names",
+            "allow_computed_command",
+            "allow_utcp_options",
+        ):
             if not isinstance(getattr(self, flag), bool):
                 raise PolicyTypeError(
                     f"Policy.{flag} must be a bool, not {type(getattr(self, flag)).__name__}"

@@ -17,7 +17,18 @@ from typing import Any
 from ..errors import ArgumentsError, CallTimeoutError, TranslationError, Violation
 from ..executor import CommandResult, Executor, PlanResult, StepResult, plan_environment
 from ..handle import Invocation
-from ..plan import Arg, Command, Plan, PlanEnvironment, Step, Var, Word, iter_commands
+from ..plan import (
+    Arg,
+    Command,
+    Plan,
+    PlanEnvironment,
+    Step,
+    Var,
+    Word,
+    data_variables,
+    iter_commands,
+    word_uses_data,
+)
 from ..policy import Policy, argv_problem, resolve_command, resolve_directory
 from ._models import (
     CliCallTemplate,
@@ -30,7 +41,13 @@ from ._models import (
     load,
 )
 from ._translate import translate_command
-from ._values import legacy_flags, legacy_value, render_arguments, utcp_value
+from ._values import (
+    legacy_flags,
+    legacy_problems,
+    legacy_value,
+    render_arguments,
+    utcp_value,
+)
 
 __all__ = [
     "DEFAULT_INHERITED",
@@ -113,7 +130,17 @@ def _translate_template(template: CliCallTemplate) -> Plan:
         working_dir=template.working_dir,
     )
     names: dict[str, None] = {}
+    from_data = data_variables(plan)
     for step_index, command in iter_commands(plan):
+        if command.words and word_uses_data(command.words[0], from_data):
+            raise TranslationError(
+                "the program to run cannot come from a tool argument or a step's output, "
+                "through a variable, a substitution or ~ either",
+                step=step_index,
+                source=template.commands[step_index].command,
+                offset=command.offset,
+                construct="computed program",
+            )
         for word in _all_words(command):
             for part in word:
                 if isinstance(part, Arg):
@@ -202,6 +229,17 @@ def prepare(
         template.validate_arguments(args)
     plan = translate(template)
     if plan.mode == "legacy":
+        declared = None
+        if isinstance(template, UtcpTool) and isinstance(template.inputs.get("properties"), dict):
+            declared = frozenset(template.inputs["properties"])
+        problems = legacy_problems(args, declared, policy.allow_utcp_options)
+        if problems:
+            raise ArgumentsError(
+                [
+                    Violation(pointer, f"`{name}` {why}", "legacy-flag")
+                    for name, pointer, why in problems
+                ]
+            )
         return PreparedCall(plan, {}, _legacy_invocation(plan, args, variables or {}, policy))
     return PreparedCall(plan, render_arguments(plan.arguments, args), None)
 

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["legacy_flags", "legacy_value", "render_arguments", "render_value", "utcp_value"]
+__all__ = [
+    "LEGACY_NAME",
+    "OPTION_PREFIXES",
+    "legacy_flags",
+    "legacy_problems",
+    "legacy_value",
+    "render_arguments",
+    "render_value",
+    "utcp_value",
+]
 
 
 def render_value(value: object) -> str:
@@ -23,6 +33,44 @@ def render_arguments(names: tuple[str, ...], args: Mapping[str, Any]) -> dict[st
     """The placeholders' values. A null argument counts as missing, and the executor
     refuses missing ones (utcp-cli would substitute the text ``MISSING_ARG_<name>``)."""
     return {name: render_value(args[name]) for name in names if args.get(name) is not None}
+
+
+# A 0.x argument name becomes ``--name``: the args encoding's positional-name
+# pattern, so no ``=`` (``--checkpoint-action=exec=...``) and no leading ``-``.
+LEGACY_NAME = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_]*")
+OPTION_PREFIXES = ("-", "+", "@")
+
+
+def legacy_problems(
+    args: Mapping[str, Any], declared: frozenset[str] | None, values_as_options: bool
+) -> list[tuple[str, str, str]]:
+    """Why these 0.x arguments cannot become flags, as (name, pointer, reason).
+
+    Names must match :data:`LEGACY_NAME` and, when the tool declares its
+    inputs, be declared. A text value that begins like an option is refused
+    unless ``values_as_options`` (utcp-cli's behaviour)."""
+    problems: list[tuple[str, str, str]] = []
+    for name, value in args.items():
+        if not LEGACY_NAME.fullmatch(name):
+            problems.append((name, f"/{name}", "is not a name a flag can have"))
+        elif declared is not None and name not in declared:
+            problems.append((name, f"/{name}", "is not a parameter of this tool"))
+        elif not values_as_options:
+            items = value if isinstance(value, list) else [value]
+            for index, item in enumerate(items):
+                text = render_value(item) if item is not None and item is not False else ""
+                if text.startswith(OPTION_PREFIXES) and text != "-" and item is not True:
+                    where = f"/{name}/{index}" if isinstance(value, list) else f"/{name}"
+                    problems.append(
+                        (
+                            name,
+                            where,
+                            f"must not start with {text[0]!r}: the program would "
+                            "read it as an option",
+                        )
+                    )
+                    break
+    return problems
 
 
 def legacy_flags(args: Mapping[str, Any]) -> list[str]:
