@@ -58,6 +58,18 @@ CONSTRUCTS: dict[str, str] = {
     "empty quoted words": "printf '[%s]' '' \"\"; echo",
     "dollar alone": "echo $ a$ \"$\" '$'",
     "pwd physical": "cd link && pwd && pwd -P | sed 's|.*/||'",
+    "default operators": "X=; Y=v; printf '[%s]' ${X:-d1} ${X-d2} \"${U:-d 3}\" ${Y:-no} "
+    "${U-u}; echo",
+    "alternative operators": "X=; Y=v; printf '[%s]' ${X:+a1} ${X+a2} \"${U:+a3}\" ${Y:+a 4}; echo",
+    "assigning operators": 'printf \'[%s]\' ${A:=one} "${B=two words}"; echo "$A|$B"',
+    "length operator": "X=hello; Y=; echo ${#X} ${#Y} ${#U}",
+    "nested operators": 'echo ${U:-${V:-deep}} "${U:-\'q\'}" ${U:-\'a  b\'} "${U:-"x  y"}"',
+    "operator globs": "printf '[%s]' ${U:-*.txt} \"${U:-*.txt}\"; echo",
+    "test brackets": "[ -f a.txt ] && echo file; [ 1 -gt 2 ] || echo smaller; "
+    '[ "$HOME" = "" ] || echo set',
+    "exit": "echo before; exit 3; echo after",
+    "exit in a substitution": 'x=$(echo in; exit 5); echo "$x" $?',
+    "exit in a pipeline": "exit 2 | cat; echo after $?",
 }
 
 

@@ -59,7 +59,7 @@ from ._landlock import SandboxProfile
 from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
 from ._plan_result import PlanResult, StepResult
 from ._process import RESOURCE_ERRNOS, resource_error
-from ._shell import BuiltinIO, ShellState
+from ._shell import BuiltinIO, ShellExit, ShellState
 from ._spawn import Spawner, launch, launch_async
 from ._supervise import Output, supervise
 from .builtins import BUILTINS
@@ -157,12 +157,19 @@ class _PlanRun:
         timed_out = False
         current: tuple[Step, _Sink] | None = None
         try:
-            with anyio.move_on_after(self.policy.timeout) as deadline:
+            timeout = min(self.policy.timeout, self.plan.timeout or self.policy.timeout)
+            with anyio.move_on_after(timeout) as deadline:
                 for step in self.plan.steps:
                     self.step = step.index
                     sink = _Sink(self.policy.max_output)
                     current = (step, sink)
-                    status = await self.sequence(step.body, state, _Fd(self.devnull), sink, sink)
+                    stdin = _Fd(self.devnull)
+                    try:
+                        status = await self.enter(step, state, sink)
+                        if status == 0:
+                            status = await self.sequence(step.body, state, stdin, sink, sink)
+                    except ShellExit as ended:  # each step is a subshell in utcp-cli
+                        status = ended.status
                     state.status = status
                     results.append(self._step_result(step, sink, status))
                     current = None
@@ -185,12 +192,22 @@ class _PlanRun:
         return PlanResult(tuple(results), timed_out, time.monotonic() - started)
 
     @staticmethod
+    async def enter(step: Step, state: ShellState, sink: _Sink) -> int:
+        """A step's own ``working_dir``: a ``cd`` before its commands (0 without one)."""
+        if step.working_dir is None:
+            return 0
+        io = BuiltinIO(lambda data: _write(sink, data), lambda data: _write(sink, data))
+        return await BUILTINS["cd"](state, [step.working_dir], io)
+
+    @staticmethod
     def _step_result(step: Step, sink: _Sink, status: int) -> StepResult:
         return StepResult(step.index, bytes(sink.buffer), status, sink.truncated, step.append)
 
     async def sequence(
         self, sequence: Sequence, state: ShellState, stdin: _Fd, out: _Target, err: _Target
     ) -> int:
+        if not sequence.pipelines:
+            return 0  # an empty step
         status = state.status
         for index, pipeline in enumerate(sequence.pipelines):
             if index:
@@ -234,9 +251,12 @@ class _PlanRun:
                             owned: list[int] = owned,
                         ) -> None:
                             # Each element of a pipeline runs in a subshell, as in bash.
-                            statuses[index] = await self.command(
-                                command, state.copy(), streams, owned
-                            )
+                            try:
+                                statuses[index] = await self.command(
+                                    command, state.copy(), streams, owned
+                                )
+                            except ShellExit as ended:
+                                statuses[index] = ended.status
 
                         group.start_soon(one)
             except BaseExceptionGroup as grouped:
@@ -522,20 +542,61 @@ class _PlanRun:
                 home = state.variables.get("HOME") or os.path.expanduser("~")
                 out.append(Segment(home, True, data="HOME" in state.tainted))
             elif isinstance(part, Var):
-                variables = state.variables
-                value = str(state.status) if part.name == "?" else variables.get(part.name, "")
-                data = part.name in state.tainted or bool(STEP_OUTPUT.fullmatch(part.name))
-                out.append(Segment(value, part.quoted, split=not part.quoted, data=data))
+                out += await self.parameter(part, state, err)
             elif isinstance(part, Subst):
                 data = sequence_uses_data(part.body, state.tainted)
                 value = await self.substitute(part, state, err)
                 out.append(Segment(value, part.quoted, split=not part.quoted, data=data))
         return out
 
+    async def parameter(self, part: Var, state: ShellState, err: _Target) -> list[Segment]:
+        """``$NAME`` and ``${NAME<op>word}``, as bash expands them."""
+        name, op, variables = part.name, part.op, state.variables
+        is_set = name == "?" or name in variables
+        value = str(state.status) if name == "?" else variables.get(name, "")
+        data = name in state.tainted or bool(STEP_OUTPUT.fullmatch(name))
+        own = [Segment(value, part.quoted, split=not part.quoted, data=data)]
+        if op is None:
+            return own
+        if op == "#":
+            return [Segment(str(len(value)), part.quoted, split=not part.quoted, data=data)]
+        empty = not is_set or (op.startswith(":") and value == "")
+        if op in (":+", "+"):
+            if empty:
+                return [Segment("", True)] if part.quoted else []
+            return await self.operand(part, state, err)
+        if not empty:
+            return own
+        operand = await self.operand(part, state, err)
+        if op in (":-", "-"):
+            return operand
+        text = join(operand)
+        if op in (":=", "="):
+            state.set(name, text, data=any(segment.data for segment in operand))
+            return [Segment(text, part.quoted, split=not part.quoted, data=data)]
+        # :? and ?: the message goes to stderr, and the step (or subshell) ends
+        why = text or ("parameter null or not set" if op == ":?" else "parameter not set")
+        await _write(err, _message(name, why))
+        raise ShellExit(1)
+
+    async def operand(self, part: Var, state: ShellState, err: _Target) -> list[Segment]:
+        """An operator's word: inside double quotes all of it is quoted; outside,
+        its unquoted text splits into fields as an expansion's would."""
+        segments = await self.segments(part.word, state, err)
+        if part.quoted:
+            return [Segment(s.text, True, data=s.data) for s in segments]
+        return [
+            s if s.quoted or s.split else Segment(s.text, False, split=True, data=s.data)
+            for s in segments
+        ]
+
     async def substitute(self, part: Subst, state: ShellState, err: _Target) -> str:
         sink = _Sink(self.policy.max_output)
         inner = state.copy()  # a subshell: its cd and variables stay inside
-        status = await self.sequence(part.body, inner, _Fd(self.devnull), sink, err)
+        try:
+            status = await self.sequence(part.body, inner, _Fd(self.devnull), sink, err)
+        except ShellExit as ended:
+            status = ended.status
         self.subst_status = status
         state.status = status
         data = bytes(sink.buffer).rstrip(b"\n").replace(b"\x00", b"")

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-__all__ = ["BuiltinIO", "ShellState"]
+__all__ = ["BuiltinIO", "ShellExit", "ShellState"]
+
+
+class ShellExit(Exception):
+    """``exit N`` (or ``${X:?}``): the current shell, a step or a subshell, ends."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
 
 
 @dataclass

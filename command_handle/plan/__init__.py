@@ -22,6 +22,7 @@ from ._model import (
     Tilde,
     Var,
     Word,
+    iter_parts,
     word_is_static,
     word_text,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "Word",
     "data_variables",
     "iter_commands",
+    "iter_parts",
     "substitute_variables",
     "sequence_uses_data",
     "word_arguments",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -21,6 +22,7 @@ __all__ = [
     "Tilde",
     "Var",
     "Word",
+    "iter_parts",
     "word_is_static",
     "word_text",
 ]
@@ -50,13 +52,25 @@ class Arg:
 @dataclass(frozen=True)
 class Var:
     """``$NAME``/``${NAME}`` from the step's variables; ``?`` is the last exit status.
-    Unquoted, its value is split into fields and globbed, as in bash."""
+    Unquoted, its value is split into fields and globbed, as in bash.
+
+    ``op`` is a parameter operator, as bash applies it: ``:-``/``-`` (a default),
+    ``:+``/``+`` (an alternative), ``:=``/``=`` (a default that is also
+    assigned), ``:?``/``?`` (an error that ends the step), with ``word`` its
+    operand; ``#`` is the value's length in characters.
+    """
 
     name: str
     quoted: bool = False
+    op: str | None = None
+    word: tuple[Part, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"variable": self.name, "quoted": self.quoted}
+        out: dict[str, object] = {"variable": self.name, "quoted": self.quoted}
+        if self.op is not None:
+            out["operator"] = self.op
+            out["word"] = _word_json(self.word)
+        return out
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,14 @@ class Tilde:
 
 Part: TypeAlias = Lit | Arg | Var | Subst | Tilde
 Word: TypeAlias = tuple[Part, ...]
+
+
+def iter_parts(word: Word) -> Iterator[Part]:
+    """The word's parts, and the parts of its parameter operators' operands."""
+    for part in word:
+        yield part
+        if isinstance(part, Var) and part.word:
+            yield from iter_parts(part.word)
 
 
 def word_is_static(word: Word) -> bool:
@@ -186,14 +208,18 @@ class Step:
     source: str
     append: bool
     body: Sequence
+    working_dir: str | None = None  # a per-step directory: a cd before the step
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "index": self.index,
             "command": self.source,
             "append_to_final_output": self.append,
             "run": self.body.to_json(),
         }
+        if self.working_dir is not None:
+            out["working_dir"] = self.working_dir
+        return out
 
 
 @dataclass(frozen=True)
@@ -225,12 +251,16 @@ class Plan:
     arguments: tuple[str, ...] = ()
     mode: Literal["utcp", "legacy"] = "utcp"
     legacy_command: tuple[str, ...] = ()
+    timeout: float | None = None  # seconds, the template's own; the policy caps it
+    output_format: Literal["json", "text"] | None = None  # a 0.x provider's
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"name": self.name, "mode": self.mode}
         out["working_dir"] = self.working_dir
         out["environment"] = self.environment.to_json()
         out["arguments"] = list(self.arguments)
+        if self.timeout is not None:
+            out["timeout"] = self.timeout
         if self.mode == "legacy":
             out["command"] = list(self.legacy_command)
         else:

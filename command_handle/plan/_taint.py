@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ._model import Arg, Command, Plan, Sequence, Subst, Tilde, Var, Word
+from ._model import Arg, Command, Plan, Sequence, Subst, Tilde, Var, Word, iter_parts
 
 __all__ = ["STEP_OUTPUT", "data_variables", "sequence_uses_data", "word_uses_data"]
 
@@ -27,6 +27,8 @@ def word_uses_data(word: Word, tainted: set[str] | frozenset[str]) -> bool:
         if isinstance(part, Arg):
             return True
         if isinstance(part, Var) and (part.name in tainted or STEP_OUTPUT.fullmatch(part.name)):
+            return True
+        if isinstance(part, Var) and part.word and word_uses_data(part.word, tainted):
             return True
         if isinstance(part, Tilde) and "HOME" in tainted:
             return True
@@ -61,9 +63,11 @@ def _assignments(sequence: Sequence) -> Iterator[tuple[str, Word]]:
                 if assignment.value is not None:
                     yield assignment.name, assignment.value
             for word in _words(command):
-                for part in word:
+                for part in iter_parts(word):
                     if isinstance(part, Subst):
                         yield from _assignments(part.body)
+                    elif isinstance(part, Var) and part.op in (":=", "="):
+                        yield part.name, part.word  # ${X:=word} assigns X
 
 
 def data_variables(plan: Plan) -> frozenset[str]:

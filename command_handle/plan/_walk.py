@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from ._model import Arg, Command, Plan, Sequence, Subst, Word
+from ._model import Arg, Command, Plan, Sequence, Subst, Word, iter_parts
 
 __all__ = ["iter_commands", "substitute_variables", "word_arguments"]
 
@@ -26,7 +26,7 @@ def _sequence_commands(sequence: Sequence) -> Iterator[Command]:
         for command in pipeline.commands:
             yield command
             for word in _words(command):
-                for part in word:
+                for part in iter_parts(word):
                     if isinstance(part, Subst):
                         yield from _sequence_commands(part.body)
 
@@ -41,7 +41,7 @@ def iter_commands(plan: Plan) -> Iterator[tuple[int, Command]]:
 def word_arguments(command: Command) -> Iterator[str]:
     """Names of the tool arguments the command's own words use."""
     for word in _words(command):
-        for part in word:
+        for part in iter_parts(word):
             if isinstance(part, Arg):
                 yield part.name
 

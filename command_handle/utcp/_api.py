@@ -22,11 +22,13 @@ from ..plan import (
     Command,
     Plan,
     PlanEnvironment,
+    Sequence,
     Step,
     Var,
     Word,
     data_variables,
     iter_commands,
+    iter_parts,
     word_uses_data,
 )
 from ..policy import Policy, argv_problem, resolve_command, resolve_directory
@@ -115,9 +117,11 @@ def _translate_template(template: CliCallTemplate) -> Plan:
     last = len(template.commands) - 1
     steps = []
     for index, step in enumerate(template.commands):
-        body = translate_command(step.command, index)
+        # An empty step yields "" (utcp-cli runs an empty subshell).
+        body = translate_command(step.command, index) if step.command.strip() else Sequence(())
         append = step.append_to_final_output
-        steps.append(Step(index, step.command, index == last if append is None else append, body))
+        appended = index == last if append is None else append
+        steps.append(Step(index, step.command, appended, body, step.working_dir))
     plan = Plan(
         name=template.name,
         steps=tuple(steps),
@@ -128,6 +132,7 @@ def _translate_template(template: CliCallTemplate) -> Plan:
             tuple((template.env_vars or {}).items()),
         ),
         working_dir=template.working_dir,
+        timeout=template.timeout_seconds,
     )
     names: dict[str, None] = {}
     from_data = data_variables(plan)
@@ -142,7 +147,7 @@ def _translate_template(template: CliCallTemplate) -> Plan:
                 construct="computed program",
             )
         for word in _all_words(command):
-            for part in word:
+            for part in iter_parts(word):
                 if isinstance(part, Arg):
                     names.setdefault(part.name)
                 elif isinstance(part, Var):
@@ -163,6 +168,7 @@ def _translate_template(template: CliCallTemplate) -> Plan:
         environment=plan.environment,
         working_dir=plan.working_dir,
         arguments=tuple(names),
+        timeout=plan.timeout,
     )
 
 
@@ -190,10 +196,12 @@ def _translate_legacy(provider: LegacyCliProvider) -> Plan:
         )
     return Plan(
         name=provider.name,
-        environment=PlanEnvironment(DEFAULT_INHERITED, tuple((provider.env_vars or {}).items())),
+        environment=PlanEnvironment(DEFAULT_INHERITED, tuple(provider.environment.items())),
         working_dir=provider.working_dir,
         mode="legacy",
         legacy_command=argv,
+        timeout=provider.timeout_seconds,
+        output_format=provider.output_format,
     )
 
 
@@ -260,7 +268,7 @@ def _legacy_invocation(
         argv=argv,
         env=env,
         cwd=cwd,
-        timeout=policy.timeout,
+        timeout=min(policy.timeout, plan.timeout or policy.timeout),
         max_output=policy.max_output,
         kill_grace=policy.kill_grace,
         handle_name=plan.name,
@@ -322,6 +330,8 @@ def output_value(plan: Plan, result: PlanResult) -> object:
     parsed JSON when it starts with ``{`` or ``[`` (a 0.x provider's rules for
     a legacy plan)."""
     if plan.mode == "legacy":
+        if plan.output_format == "text":
+            return result.output.strip()
         return legacy_value(result.output)
     return utcp_value(result.output)
 
@@ -425,10 +435,10 @@ def manual_from_output(output: str) -> UtcpManual | None:
         data = None
     else:
         if _is_manual(data):
-            return _manual(data)
+            return _manual(data, lenient=True)
         tools = _tools_in(data)
         if tools:
-            return _manual({"manual_version": "0.0.0", "tools": tools})
+            return _manual({"manual_version": "0.0.0", "tools": tools}, lenient=True)
     tools = []
     for line in output.split("\n"):
         line = line.strip()
@@ -439,8 +449,8 @@ def manual_from_output(output: str) -> UtcpManual | None:
         except json.JSONDecodeError:
             continue
         if _is_manual(data):
-            return _manual(data)
+            return _manual(data, lenient=True)
         tools += _tools_in(data)
     if tools:
-        return _manual({"manual_version": "0.0.0", "tools": tools})
+        return _manual({"manual_version": "0.0.0", "tools": tools}, lenient=True)
     return None

@@ -3,6 +3,7 @@ legacy 0.x CLI providers. Loading errors name the bad field as a JSON Pointer.""
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from typing import Any, Literal
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 
+log = logging.getLogger("command_handle")
+
+
 class UtcpLoadError(HandleLoadError):
     """A UTCP document is malformed or not a CLI template; ``pointer`` names the field."""
 
@@ -44,12 +48,24 @@ class ToolNotFoundError(UtcpLoadError, KeyError):
 
 
 class CommandStep(BaseModel):
-    """One command of a call template."""
+    """One command of a call template. ``working_dir`` (seen in the wild) is a
+    ``cd`` at the start of the step; ``description`` is descriptive."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    command: str = Field(min_length=1)
+    command: str
     append_to_final_output: bool | None = None
+    working_dir: str | None = None
+    description: str | None = None
+
+
+def _milliseconds(value: float | None) -> float | None:
+    """UTCP timeouts are milliseconds; the plan keeps seconds."""
+    if value is None:
+        return None
+    if value <= 0:
+        raise ValueError("timeout must be a positive number of milliseconds")
+    return value / 1000
 
 
 class _Cached(BaseModel):
@@ -69,6 +85,13 @@ class CliCallTemplate(_Cached):
     working_dir: str | None = None
     auth: None = None
     allowed_communication_protocols: list[str] | None = None
+    timeout: float | None = Field(default=None, description="milliseconds; the policy caps it")
+    description: str | None = None
+    tags: list[str] | None = None
+
+    @property
+    def timeout_seconds(self) -> float | None:
+        return _milliseconds(self.timeout)
 
 
 class LegacyCliProvider(_Cached):
@@ -82,6 +105,50 @@ class LegacyCliProvider(_Cached):
     env_vars: dict[str, str] | None = None
     working_dir: str | None = None
     auth: None = None
+    # Fields seen in the wild (docs/utcp.md, "Fields beyond the documented ones").
+    env: dict[str, str] | None = None
+    timeout: float | None = Field(default=None, description="milliseconds; the policy caps it")
+    output_format: Literal["json", "text"] | None = None
+    param_style: None = None
+    execute_command: None = None
+    description: str | None = None
+    tags: list[str] | None = None
+
+    @field_validator("param_style", mode="before")
+    @classmethod
+    def _param_style(cls, value: object) -> None:
+        if value is not None:
+            raise ValueError(
+                "param_style changes how arguments become argv, and only '--name value' "
+                "is run here; remove it"
+            )
+        return None
+
+    @field_validator("execute_command", mode="before")
+    @classmethod
+    def _execute_command(cls, value: object) -> None:
+        if value is not None:
+            raise ValueError(
+                "execute_command (go-utcp) runs a command whose meaning utcp-cli does not "
+                "define; use command_name"
+            )
+        return None
+
+    @model_validator(mode="after")
+    def _one_environment(self) -> LegacyCliProvider:
+        both = set(self.env or {}) & set(self.env_vars or {})
+        if both:
+            raise ValueError(f"env and env_vars both set {sorted(both)[0]!r}; keep one")
+        return self
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """``env_vars``, and 0.x's ``env``, which meant the same."""
+        return {**(self.env or {}), **(self.env_vars or {})}
+
+    @property
+    def timeout_seconds(self) -> float | None:
+        return _milliseconds(self.timeout)
 
 
 class UtcpTool(BaseModel):
@@ -205,6 +272,18 @@ def _tool(document: dict[str, Any], pointer: str) -> UtcpTool | SkippedTool:
             call_template_type=str(kind),
             reason=f"its call template type is {kind!r}; only 'cli' templates run here",
         )
+    if isinstance(template, dict) and "command_name" in template and "commands" not in template:
+        # utcp-cli 1.0.x: a CLI call template with command_name runs as 0.x did.
+        document = {**document, "tool_provider": _legacy_from_v1(template)}
+        document.pop("tool_call_template")
+        provider = document["tool_provider"]
+    elif isinstance(provider, dict) and "commands" in provider:
+        # python-utcp's tests emit a tool_provider with commands: utcp-cli reads it
+        # as the call template it is.
+        converted = {k: v for k, v in provider.items() if k not in ("provider_type", "type")}
+        document = {**document, "tool_call_template": {**converted, "call_template_type": "cli"}}
+        document.pop("tool_provider")
+        provider = None
     if isinstance(provider, dict) and "provider_type" not in provider and "type" in provider:
         provider = {**provider, "provider_type": provider["type"]}
         provider.pop("type")
@@ -215,16 +294,34 @@ def _tool(document: dict[str, Any], pointer: str) -> UtcpTool | SkippedTool:
         raise _errors(exc, pointer) from None
 
 
-def _manual(document: dict[str, Any]) -> UtcpManual:
+def _legacy_from_v1(template: dict[str, Any]) -> dict[str, Any]:
+    """A utcp-cli 1.0.x call template (``command_name``) as the 0.x provider it runs as."""
+    converted = {k: v for k, v in template.items() if k != "call_template_type"}
+    return {**converted, "provider_type": "cli"}
+
+
+def _manual(document: dict[str, Any], *, lenient: bool = False) -> UtcpManual:
+    """The manual in ``document``. ``lenient`` (for discovered manuals, as utcp-cli
+    reads them): a tool that cannot be loaded is skipped with the reason and a
+    warning, instead of failing the whole manual."""
     tools_value = document.get("tools")
     if not isinstance(tools_value, list):
         raise UtcpLoadError("invalid UTCP manual: tools must be an array", "/tools")
     tools: list[UtcpTool] = []
     skipped: list[SkippedTool] = []
     for index, item in enumerate(tools_value):
-        if not isinstance(item, dict):
-            raise UtcpLoadError("invalid UTCP manual: a tool must be an object", f"/tools/{index}")
-        tool = _tool(item, f"/tools/{index}")
+        where = f"/tools/{index}"
+        try:
+            if not isinstance(item, dict):
+                raise UtcpLoadError("invalid UTCP manual: a tool must be an object", where)
+            tool = _tool(item, where)
+        except UtcpLoadError as exc:
+            if not lenient:
+                raise
+            name = str(item.get("name", "")) if isinstance(item, dict) else ""
+            log.warning("skipping the discovered tool %r: %s", name or where, exc)
+            skipped.append(SkippedTool(name=name, call_template_type="cli", reason=str(exc)))
+            continue
         (skipped if isinstance(tool, SkippedTool) else tools).append(tool)  # type: ignore[arg-type]
     rest = {k: v for k, v in document.items() if k != "tools"}
     try:
@@ -255,6 +352,8 @@ def load(source: dict[str, Any] | str | os.PathLike[str]) -> Loaded:
         if "provider_type" in document:
             return LegacyCliProvider.model_validate(document)
         if "call_template_type" in document:
+            if "command_name" in document and "commands" not in document:
+                return LegacyCliProvider.model_validate(_legacy_from_v1(document))
             return CliCallTemplate.model_validate(document)
     except ValidationError as exc:
         raise _errors(exc) from None

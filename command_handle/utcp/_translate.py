@@ -75,7 +75,7 @@ _REFUSED_NODES = {
 # something else, or nothing, so the template is refused instead.
 _REFUSED_BUILTINS = frozenset(
     (
-        *("eval", "source", ".", "exec", "exit", "return", "set", "unset", "alias"),
+        *("eval", "source", ".", "exec", "return", "set", "unset", "alias"),
         *("unalias", "read", "trap", "shift", "local", "declare", "typeset", "readonly"),
         *("let", "wait", "jobs", "fg", "bg", "disown", "suspend", "builtin", "command"),
         *("enable", "hash", "type", "ulimit", "umask", "shopt", "history", "fc"),
@@ -105,6 +105,7 @@ class _Translator:
         self.char_at = _byte_to_char(source, len(data))
         self.tree = _PARSER.parse(data)
         self.substitutions: dict[int, Node] = {}
+        self.expansions: dict[int, Node] = {}
 
     # -- errors and positions ------------------------------------------------
 
@@ -140,12 +141,20 @@ class _Translator:
         if node.type == "ERROR":
             raise self.error("syntax error", self.start(node), "syntax")
         construct = _REFUSED_NODES.get(node.type)
+        if node.type == "test_command" and not self.is_double_bracket(node):
+            construct = None  # [ ... ] runs the program named [, as bash's builtin does
         if construct is not None:
             raise self.error(f"{construct} is not supported", self.start(node), construct)
         if node.type == "command_substitution":
             self.substitutions[self.start(node)] = node
+        if node.type == "expansion":
+            self.expansions[self.char_at[node.start_byte]] = node
         for child in node.children:
             self._scan(child)
+
+    def is_double_bracket(self, node: Node) -> bool:
+        """tree-sitter-bash gives ``[ ]`` and ``[[ ]]`` one node type; the text tells."""
+        return self.source.startswith("[[", self.start(node))
 
     def sequence(self, nodes: list[Node], offset: int) -> Sequence:
         pipelines: list[Pipeline] = []
@@ -232,7 +241,7 @@ class _Translator:
     def command(self, node: Node) -> Command:
         if node.type == "redirected_statement":
             body = node.child_by_field_name("body")
-            if body is None or body.type in _STATEMENT_LEAVES:
+            if body is None or body.type in _STATEMENT_LEAVES or body.type == "test_command":
                 return self.leaf(self.start(node), self.end(node), "command")
             raise self.error(
                 f"redirecting {body.type.replace('_', ' ')} is not supported",
@@ -244,7 +253,7 @@ class _Translator:
             if keyword != "export":
                 raise self.error(f"{keyword} is not supported", self.start(node), keyword)
             return self.leaf(self.start(node), self.end(node), "export")
-        if node.type in _STATEMENT_LEAVES:
+        if node.type in _STATEMENT_LEAVES or node.type == "test_command":
             return self.leaf(self.start(node), self.end(node), "command")
         raise self.error(
             f"{node.type.replace('_', ' ')} is not supported", self.start(node), node.type
@@ -304,9 +313,28 @@ class _Translator:
             words.append(word)
         if kind == "export":
             return Command((), tuple(assignments), tuple(redirects), "export", start)
+        if (
+            len(words) > 1
+            and word_is_static(words[0])
+            and word_text(words[0]) == "printf"
+            and word_is_static(words[1])
+            and word_text(words[1]).startswith("-v")
+        ):
+            raise self.error(
+                "printf -v (assigning a variable) is not supported; use X=$(printf ...)",
+                start,
+                "printf -v",
+            )
         return Command(tuple(words), tuple(assignments), tuple(redirects), "simple", start)
 
     def check_name(self, name: str, offset: int) -> None:
+        if name == "IFS":
+            raise self.error(
+                "assigning IFS is not supported: word splitting here always uses space, tab "
+                "and newline",
+                offset,
+                "IFS",
+            )
         if PLACEHOLDER.search(name):
             raise self.error(
                 "a tool argument cannot name a variable", offset, "placeholder in a name"
@@ -326,6 +354,10 @@ class _Translator:
             name = word_text(word)
             if name in _REFUSED_BUILTINS:
                 raise self.error(f"the builtin {name!r} is not supported", offset, name)
+            if name == "time":
+                raise self.error(
+                    "time (bash's keyword that times a pipeline) is not supported", offset, "time"
+                )
             if name == "export":  # quoted or escaped: bash still runs the builtin
                 raise self.error("write export unquoted", offset, "export")
 
@@ -466,6 +498,79 @@ class _Translator:
             i += 1
         raise self.error("unterminated double quote", text_start - 1, "syntax")
 
+    def braced(self, i: int, end: int, quoted: bool) -> tuple[Part, int]:
+        """``${NAME}``, ``${#NAME}``, or ``${NAME<op>word}`` with ``op`` one of
+        ``:-``, ``-``, ``:+``, ``+``, ``:=``, ``=``, ``:?``, ``?``."""
+        source = self.source
+        node = self.expansions.get(i)
+        close = self.end(node) - 1 if node is not None else source.find("}", i + 2, end)
+        inner = source[i + 2 : close] if close > i else ""
+
+        def refuse() -> TranslationError:
+            return self.error(
+                f"the parameter expansion ${{{inner}}} is not supported; ${{NAME}}, "
+                "${#NAME} and the operators :- - :+ + := = :? ? are",
+                i,
+                "parameter expansion",
+            )
+
+        if close < 0 or source[close] != "}":
+            raise refuse()
+        if inner.startswith("#") and _NAME.fullmatch(inner[1:]):
+            self.check_name(inner[1:], i)
+            return Var(inner[1:], quoted, "#"), close + 1
+        match = _OPERATOR.match(inner)
+        if match is None or (match.group(2) is None and match.end() != len(inner)):
+            raise refuse()
+        name, op = match.group(1), match.group(2)
+        self.check_name(name, i)
+        if op is None:
+            return Var(name, quoted), close + 1
+        if name == "?":
+            raise refuse()
+        operand = self.operand(i + 2 + match.end(), close, quoted)
+        return Var(name, quoted, op, operand), close + 1
+
+    def operand(self, i: int, end: int, quoted: bool) -> Word:
+        """An operator's word, read as bash reads it: quotes are removed; inside
+        double quotes single quotes are plain text; expansions and placeholders
+        are expanded; unquoted text may split into fields."""
+        source = self.source
+        parts = _Parts()
+        while i < end:
+            char = source[i]
+            if char == "'" and not quoted:
+                close = source.find("'", i + 1, end)
+                if close < 0:
+                    raise self.error("unterminated single quote", i, "syntax")
+                self.literal(parts, i + 1, close, quoted=True)
+                parts.mark_quoted()
+                i = close + 1
+            elif char == '"':
+                i = self.double_quoted(parts, i, end)
+            elif char == "\\" and i + 1 < end:
+                if not quoted or source[i + 1] in '$`"\\}':
+                    parts.lit(source[i + 1], quoted=True)
+                else:
+                    parts.lit(source[i : i + 2], quoted=True)
+                i += 2
+            elif char in "$`":
+                part, after = self.expansion(i, end, quoted=quoted)
+                if part is None:
+                    parts.lit("$", quoted=quoted)
+                else:
+                    parts.add(part)
+                i = after
+            else:
+                placeholder = PLACEHOLDER.match(source, i, end)
+                if placeholder:
+                    parts.add(Arg(placeholder.group(1)))
+                    i = placeholder.end()
+                    continue
+                parts.lit(char, quoted=quoted)
+                i += 1
+        return parts.word()
+
     def expansion(self, i: int, end: int, *, quoted: bool) -> tuple[Part | None, int]:
         """``$...`` or a backtick at ``i``. None means a literal ``$``."""
         source = self.source
@@ -486,16 +591,7 @@ class _Translator:
             return Subst(body, quoted), stop
         nxt = source[i + 1] if i + 1 < end else ""
         if nxt == "{":
-            close = source.find("}", i + 2, end)
-            inner = source[i + 2 : close] if close >= 0 else ""
-            if close < 0 or not (_NAME.fullmatch(inner) or inner == "?"):
-                raise self.error(
-                    f"the parameter expansion ${{{inner}...}} is not supported; only ${{NAME}} is",
-                    i,
-                    "parameter expansion",
-                )
-            self.check_name(inner, i)
-            return Var(inner, quoted), close + 1
+            return self.braced(i, end, quoted)
         name = _NAME.match(source, i + 1, end)
         if name:
             self.check_name(name.group(0), i)
@@ -511,6 +607,9 @@ class _Translator:
         if nxt == '"' and not quoted:
             raise self.error('locale quoting $"..." is not supported', i, "locale quoting")
         return None, i + 1
+
+
+_OPERATOR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|\?)(:-|:\+|:=|:\?|-|\+|=|\?)?")
 
 
 class _Parts:

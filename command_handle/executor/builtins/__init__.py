@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from .._shell import BuiltinIO, ShellState
-from . import cd, echo, export, false, pwd, true
+from . import cd, echo, exit, export, false, pwd, true
 
 __all__ = ["BUILTINS", "Builtin"]
 
 Builtin = Callable[[ShellState, list[str], BuiltinIO], Awaitable[int]]
 
 BUILTINS: dict[str, Builtin] = {
-    name: module.run for module in (cd, echo, export, false, pwd, true) for name in module.NAMES
+    name: module.run
+    for module in (cd, echo, exit, export, false, pwd, true)
+    for name in module.NAMES
 }
