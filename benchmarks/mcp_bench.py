@@ -25,22 +25,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
+from _handles import ECHO
 from mcp import Client, StdioServerParameters
 
 from command_handle import Toolbox
-
-ECHO = {
-    "name": "echo",
-    "description": "echoes a word",
-    "handler": "command",
-    "command": "/bin/echo",
-    "parameters": {
-        "type": "object",
-        "properties": {"word": {"type": "string"}},
-        "required": ["word"],
-    },
-    "arguments": [{"$": "word"}],
-}
 
 
 async def per_call(call: Callable[[], Awaitable[object]], calls: int) -> float:

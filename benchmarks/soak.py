@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import trio
+from _handles import ECHO
 
 from command_handle import ArgumentsError, CommandHandle, Executor, Policy, utcp
 
@@ -30,19 +31,7 @@ _SLEEP = CommandHandle.load(
         "timeout": 0.2,
     }
 )
-_ECHO = CommandHandle.load(
-    {
-        "name": "echo",
-        "handle": "command",
-        "command": "/bin/echo",
-        "parameters": {
-            "type": "object",
-            "properties": {"word": {"type": "string"}},
-            "required": ["word"],
-        },
-        "arguments": [{"$": "word"}],
-    }
-)
+_ECHO = CommandHandle.load(ECHO)
 _FALSE = CommandHandle.load({"name": "false", "handle": "command", "command": "/bin/false"})
 _PLAN = utcp.load(
     {

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import trio
+from _handles import ECHO
 
 from command_handle import CommandHandle, Executor, Toolbox
 from command_handle.toolbox import Tool
@@ -34,18 +35,6 @@ from command_handle.toolbox import Tool
 ROOT = Path(__file__).resolve().parent.parent
 HANDLES = sorted((ROOT / "fixtures" / "handles").glob("*.json"))
 
-ECHO = {
-    "name": "echo",
-    "description": "echoes a word",
-    "handler": "command",
-    "command": "/bin/echo",
-    "parameters": {
-        "type": "object",
-        "properties": {"word": {"type": "string"}},
-        "required": ["word"],
-    },
-    "arguments": [{"$": "word"}],
-}
 ARGS = {"word": "hi"}
 
 

@@ -297,33 +297,43 @@ def test_tools_list_carries_schemas_and_annotations(connect: Connect) -> None:
     assert structured["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
 
 
-def test_the_wire_carries_input_schema(tools: Path) -> None:
-    """What a client receives, byte for byte: JSON-RPC over the server's stdout."""
+HANDSHAKE = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "wire-test", "version": "1"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
+def raw_server(tools: Path, *messages: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """The server as a subprocess spoken to in JSON-RPC lines: the handshake, then
+    ``messages``."""
     process = subprocess.Popen(
         [sys.executable, *server_args(tools)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env=server_env(),
         cwd=ROOT,
     )
-    assert process.stdin is not None and process.stdout is not None
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "wire-test", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]
-    for message in messages:
+    assert process.stdin is not None
+    for message in (*HANDSHAKE, *messages):
         process.stdin.write(json.dumps(message).encode() + b"\n")
     process.stdin.flush()
+    return process
+
+
+def test_the_wire_carries_input_schema(tools: Path) -> None:
+    """What a client receives, byte for byte: JSON-RPC over the server's stdout."""
+    process = raw_server(tools, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert process.stdin is not None and process.stdout is not None
     replies = {}
     while 2 not in replies:
         line = process.stdout.readline()
@@ -462,36 +472,16 @@ def test_calls_run_in_parallel(connect: Connect, tmp_path: Path) -> None:
 def test_shutdown_kills_every_child(tools: Path, how: str) -> None:
     state = state_of(tools)
     tag = f"stop{how.lower().replace('-', '')}{os.getpid()}"
-    process = subprocess.Popen(
-        [sys.executable, *server_args(tools)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=server_env(),
-        cwd=ROOT,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    for message in (
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    process = raw_server(
+        tools,
         {
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
             "params": {"name": "tree", "arguments": {"tag": tag}},
         },
-    ):
-        process.stdin.write(json.dumps(message).encode() + b"\n")
-    process.stdin.flush()
+    )
+    assert process.stdin is not None
     pids = pids_of(state, tag)
     if how == "stdin-closed":
         process.stdin.close()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ._model import Arg, Command, Plan, Sequence, Subst, Tilde, Var, Word, iter_parts
+from ._model import Arg, Plan, Sequence, Subst, Tilde, Var, Word, iter_parts
+from ._walk import command_words
 
 __all__ = ["STEP_OUTPUT", "data_variables", "sequence_uses_data", "word_uses_data"]
 
@@ -37,22 +38,13 @@ def word_uses_data(word: Word, tainted: set[str] | frozenset[str]) -> bool:
     return False
 
 
-def _words(command: Command) -> Iterator[Word]:
-    yield from command.words
-    for assignment in command.assignments:
-        if assignment.value is not None:
-            yield assignment.value
-    for redirect in command.redirects:
-        yield redirect.target
-
-
 def sequence_uses_data(sequence: Sequence, tainted: set[str] | frozenset[str]) -> bool:
     """Whether a substitution's output may carry data: any of its words use it."""
     return any(
         word_uses_data(word, tainted)
         for pipeline in sequence.pipelines
         for command in pipeline.commands
-        for word in _words(command)
+        for word in command_words(command)
     )
 
 
@@ -62,7 +54,7 @@ def _assignments(sequence: Sequence) -> Iterator[tuple[str, Word]]:
             for assignment in command.assignments:
                 if assignment.value is not None:
                     yield assignment.name, assignment.value
-            for word in _words(command):
+            for word in command_words(command):
                 for part in iter_parts(word):
                     if isinstance(part, Subst):
                         yield from _assignments(part.body)

@@ -7,12 +7,13 @@ from collections.abc import Iterator, Mapping
 
 from ._model import Arg, Command, Plan, Sequence, Subst, Word, iter_parts
 
-__all__ = ["iter_commands", "substitute_variables", "word_arguments"]
+__all__ = ["command_words", "iter_commands", "substitute_variables", "word_arguments"]
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z0-9_]+)\}|\$([A-Za-z0-9_]+)")
 
 
-def _words(command: Command) -> Iterator[Word]:
+def command_words(command: Command) -> Iterator[Word]:
+    """Every word of a command: its words, assignment values, redirection targets."""
     yield from command.words
     for assignment in command.assignments:
         if assignment.value is not None:
@@ -25,7 +26,7 @@ def _sequence_commands(sequence: Sequence) -> Iterator[Command]:
     for pipeline in sequence.pipelines:
         for command in pipeline.commands:
             yield command
-            for word in _words(command):
+            for word in command_words(command):
                 for part in iter_parts(word):
                     if isinstance(part, Subst):
                         yield from _sequence_commands(part.body)
@@ -40,7 +41,7 @@ def iter_commands(plan: Plan) -> Iterator[tuple[int, Command]]:
 
 def word_arguments(command: Command) -> Iterator[str]:
     """Names of the tool arguments the command's own words use."""
-    for word in _words(command):
+    for word in command_words(command):
         for part in iter_parts(word):
             if isinstance(part, Arg):
                 yield part.name

@@ -45,15 +45,13 @@ def _openai(tool: Tool) -> dict[str, Any]:
 
 
 def _openai_strict(tool: Tool) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": strict_schema(tool.name, tool.parameters),
-            "strict": True,
-        },
+    out = _openai(tool)
+    out["function"] = {
+        **out["function"],
+        "parameters": strict_schema(tool.name, tool.parameters),
+        "strict": True,
     }
+    return out
 
 
 def _anthropic(tool: Tool) -> dict[str, Any]:

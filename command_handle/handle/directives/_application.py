@@ -47,3 +47,30 @@ class Refused:
 def application_value(ctx: EvalContext, kind: str) -> Mapping[str, object] | None:
     value = ctx.application.get(kind)
     return value if isinstance(value, Mapping) else None
+
+
+class FieldNode:
+    """A compiled ``{"$directive": FIELD}``: what it reads, and where it is."""
+
+    __slots__ = ("field", "pointer")
+
+    def __init__(self, field: str, pointer: str) -> None:
+        self.field = field
+        self.pointer = pointer
+
+    def evaluate(self, ctx: EvalContext) -> object:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class FieldDirective:
+    """A Domain Directive whose value is a field name; ``node`` evaluates it."""
+
+    name: str
+    node: type[FieldNode]
+    category = "domain"
+    properties: frozenset[str] = frozenset()
+
+    def compile(
+        self, compiler: Compiler, obj: Mapping[str, Any], pointer: str, plain: list[str]
+    ) -> Node:
+        return self.node(field_name(self.name, obj, pointer, plain), pointer)

@@ -7,39 +7,23 @@ missing argument does with ``$``, so a template can supply a default.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
 from ...form import UNDEFINED
-from ...form.extend import EvalContext, Node
-from ._application import application_value, field_name
-
-if TYPE_CHECKING:
-    from ...form.extend import Compiler
+from ...form.extend import EvalContext
+from ._application import FieldDirective, FieldNode, application_value
 
 NAME = "$context"
 
 
-class ContextNode:
-    __slots__ = ("name", "pointer")
-
-    def __init__(self, name: str, pointer: str) -> None:
-        self.name = name
-        self.pointer = pointer
+class ContextNode(FieldNode):
+    __slots__ = ()
 
     def evaluate(self, ctx: EvalContext) -> object:
         context = application_value(ctx, "context")
         if context is None:
             return UNDEFINED
-        return context.get(self.name, UNDEFINED)
+        return context.get(self.field, UNDEFINED)
 
 
-class ContextDirective:
+class ContextDirective(FieldDirective):
     name = NAME
-    category = "domain"
-    properties: frozenset[str] = frozenset()
-
-    def compile(
-        self, compiler: Compiler, obj: Mapping[str, Any], pointer: str, plain: list[str]
-    ) -> Node:
-        return ContextNode(field_name(NAME, obj, pointer, plain), pointer)
+    node = ContextNode

@@ -7,15 +7,9 @@ application's, not the model's, so it is not marked as argument data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
 from ...form import EvaluationError
-from ...form.extend import EvalContext, Node
-from ._application import application_value, field_name
-
-if TYPE_CHECKING:
-    from ...form.extend import Compiler
+from ...form.extend import EvalContext
+from ._application import FieldDirective, FieldNode, application_value
 
 NAME = "$credential"
 # Argv, the working directory and the command line are readable by every local
@@ -23,12 +17,8 @@ NAME = "$credential"
 WHERE = "credentials may be read only in environment and io.stdin"
 
 
-class CredentialNode:
-    __slots__ = ("field", "pointer")
-
-    def __init__(self, field: str, pointer: str) -> None:
-        self.field = field
-        self.pointer = pointer
+class CredentialNode(FieldNode):
+    __slots__ = ()
 
     def evaluate(self, ctx: EvalContext) -> object:
         credential = application_value(ctx, "credential")
@@ -42,12 +32,6 @@ class CredentialNode:
         return credential[self.field]
 
 
-class CredentialDirective:
+class CredentialDirective(FieldDirective):
     name = NAME
-    category = "domain"
-    properties: frozenset[str] = frozenset()
-
-    def compile(
-        self, compiler: Compiler, obj: Mapping[str, Any], pointer: str, plain: list[str]
-    ) -> Node:
-        return CredentialNode(field_name(NAME, obj, pointer, plain), pointer)
+    node = CredentialNode
