@@ -207,3 +207,21 @@ def test_refused_constructs_say_what_and_where(command: str, construct: str) -> 
     with pytest.raises(TranslationError) as refused:
         utcp.translate(template("echo ok", command))
     assert refused.value.construct == construct and refused.value.step == 1
+
+
+def test_the_cli_passes_host_variables_and_options_only_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from command_handle.cli import main
+
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    source = tmp_path / "t.json"
+    source.write_text(json.dumps(template("printenv LANG; printf '<%s>' UTCP_ARG_v_UTCP_END")))
+    assert main(["utcp", "run", str(source), "--args", '{"v": "x"}']) == 0
+    assert capsys.readouterr().out == "<x>\n"  # LANG is not passed by default
+    assert main(["utcp", "run", str(source), "--args", '{"v": "x"}', "--inherit-env", "LANG"]) == 0
+    assert capsys.readouterr().out == "C.UTF-8\n<x>\n"
+    assert main(["utcp", "run", str(source), "--args", '{"v": "-n"}']) == 2
+    assert "must not start with '-'" in capsys.readouterr().err
+    assert main(["utcp", "run", str(source), "--args", '{"v": "-n"}', "--allow-options"]) == 0
+    assert capsys.readouterr().out == "<-n>\n"

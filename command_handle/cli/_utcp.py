@@ -50,7 +50,12 @@ def _cmd_run(options: argparse.Namespace) -> int:
 
     args = read_object(options.args, "--args")
     variables = {k: str(v) for k, v in read_object(options.variables, "--variables").items()}
-    policy = Policy(allow_environment=tuple(options.allow_env or ()), **sandbox_settings(options))
+    policy = Policy(
+        allow_environment=tuple(options.allow_env or ()),
+        inherit_environment=tuple(options.inherit_env or ()),
+        allow_utcp_options=options.allow_options,
+        **sandbox_settings(options),
+    )
     source = _source(options)
     result = run_interruptibly(lambda: utcp.run(source, args, variables=variables, policy=policy))
     if options.json:
@@ -98,6 +103,18 @@ def add_utcp_parser(commands: Any) -> None:
         action="append",
         metavar="PATTERN",
         help="let the template set this loader/interpreter variable (e.g. PYTHONPATH)",
+    )
+    run.add_argument(
+        "--inherit-env",
+        action="append",
+        metavar="NAME",
+        help="pass this host variable when the template asks for it (inherit_env_vars, "
+        "default: utcp-cli's list); repeat for each",
+    )
+    run.add_argument(
+        "--allow-options",
+        action="store_true",
+        help="let an argument begin a word with '-', '+' or '@', as utcp-cli does",
     )
     run.add_argument("--json", action="store_true", help="print every step's output and status")
     add_sandbox_flags(run)
