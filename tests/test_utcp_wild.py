@@ -115,8 +115,7 @@ def test_a_per_step_working_dir_is_a_cd_at_the_start_of_the_step(tmp_path: Path)
 
 
 def test_a_template_timeout_is_milliseconds_capped_by_the_policy() -> None:
-    result = run(template("sleep 5"), policy=Policy(timeout=10))
-    assert result.timed_out is False or result.duration_s >= 5  # no template timeout: policy's
+    assert not run(template("sleep 0.3"), policy=Policy(timeout=10)).timed_out
     quick = run(template("sleep 5", timeout=200), policy=Policy(timeout=10))
     assert quick.timed_out and quick.duration_s < 4
     plan = utcp.translate(template("true", timeout=90_000))
