@@ -465,6 +465,36 @@ def test_calls_run_in_parallel(connect: Connect, tmp_path: Path) -> None:
     assert anyio.run(main) == ["3", "3", "3"]
 
 
+def test_an_aborted_http_request_kills_the_tree(tools: Path, http_url: str) -> None:
+    """Stateless HTTP: one POST carries the call; closing it abandons the call."""
+    state = state_of(tools)
+    tag = f"abort{os.getpid()}"
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "tree", "arguments": {"tag": tag}},
+    }
+    with (
+        httpx2.Client(timeout=30) as http,
+        http.stream("POST", http_url, json=body, headers=headers) as response,
+    ):
+        assert response.status_code == 200
+        pids = pids_of(state, tag)
+    # the response is closed unread: the client went away
+    assert wait_dead(pids), "the call outlived its request"
+
+    async def main() -> Any:
+        async with http_client(http_url) as client:
+            return await client.call_tool("structured", {"text": "still serving"})
+
+    assert anyio.run(main).structured_content == {"words": "2\n"}
+
+
 # -- shutdown -----------------------------------------------------------------------------
 
 
