@@ -69,6 +69,7 @@ class ApprovalRequest:
 Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
 
 DEFAULT_MAX_CONTENT = 30_000
+_LISTED = 20  # tool names an "unknown tool" answer lists
 
 
 @dataclass(frozen=True)
@@ -379,9 +380,13 @@ class Toolbox:
 
         tool = self._tools.get(name)
         if tool is None:
-            known = ", ".join(f"`{n}`" for n in self._tools) or "none"
+            names = list(self._tools)
+            known = ", ".join(f"`{n}`" for n in names[:_LISTED]) or "none"
+            if len(names) > _LISTED:
+                known += f" and {len(names) - _LISTED} more"
+            shown = name if len(name) <= 64 else name[:64] + "..."
             return refused(
-                f"There is no tool named `{name}`. The tools are: {known}.", "unknown tool"
+                f"There is no tool named `{shown}`. The tools are: {known}.", "unknown tool"
             )
         args: object = {} if arguments is None else arguments
         if isinstance(args, str):
