@@ -359,6 +359,31 @@ def test_strict_mode_nulls_mean_absent(tmp_path: Path, call: Call) -> None:
     assert report(call(toolbox, "probe", sent))["argv"] == ["no-flag", "no-inner", "maybe-null"]
 
 
+def test_strict_mode_through_local_references(tmp_path: Path, call: Call) -> None:
+    parameters = {
+        "type": "object",
+        "properties": {"opts": {"$ref": "#/$defs/opts"}},
+        "$defs": {
+            "opts": {
+                "type": "object",
+                "properties": {"depth": {"type": "integer"}, "name": {"type": "string"}},
+                "required": ["name"],
+                "additionalProperties": False,
+            }
+        },
+        "required": ["opts"],
+        "additionalProperties": False,
+    }
+    arguments = {"$use": [PROBE, {"$": "opts.name"}, {"$if": "$.opts.depth", "$then": "deep"}]}
+    write(tmp_path / "t.json", probe_doc(parameters=parameters, arguments=arguments))
+    toolbox = Toolbox.load(tmp_path)
+    strict = toolbox.describe("openai-strict")[0]["function"]["parameters"]
+    _strict_invariants(strict["$defs"]["opts"])
+    assert strict["$defs"]["opts"]["properties"]["depth"]["type"] == ["integer", "null"]
+    sent = {"opts": {"name": "n", "depth": None}}  # as strict mode sends it
+    assert report(call(toolbox, "probe", sent))["argv"] == ["n"]
+
+
 LLM_MISTAKES = [
     ({"words": "not-a-list"}, "`words` must be of type array"),
     ({"words": [1]}, "`words[0]` must be of type string"),

@@ -37,14 +37,34 @@ def _accepts_null(schema: object) -> bool:
     return any(_accepts_null(branch) for branch in branches)
 
 
-def drop_nulls(schema: object, value: Any) -> Any:
+def _resolve(schema: object, root: object) -> object:
+    """``schema``, or the local definition its ``$ref`` (``#/...``) points at."""
+    for _ in range(32):  # a chain of references, not a cycle
+        if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+            return schema
+        ref = schema["$ref"]
+        if not ref.startswith("#/"):
+            return schema
+        target: object = root
+        for part in ref[2:].split("/"):
+            key = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(key) if isinstance(target, dict) else None
+        if target is None:
+            return schema
+        schema = target
+    return schema
+
+
+def drop_nulls(schema: object, value: Any, root: object = None) -> Any:
     """``value`` without the nulls that stand for absent optional properties.
 
     OpenAI's strict mode makes the model send every property, with ``null``
     for one it would omit. A null is removed where the property is optional
     and its schema does not accept null; anywhere else it stays, and
-    validation judges it.
+    validation judges it. Local ``$ref``s are followed.
     """
+    root = schema if root is None else root
+    schema = _resolve(schema, root)
     if not isinstance(schema, dict):
         return value
     if isinstance(value, dict):
@@ -54,13 +74,13 @@ def drop_nulls(schema: object, value: Any) -> Any:
         required = set(schema.get("required", ()))
         out: dict[str, Any] = {}
         for name, item in value.items():
-            sub = properties.get(name)
+            sub = _resolve(properties.get(name), root)
             if item is None and name not in required and sub is not None and not _accepts_null(sub):
                 continue
-            out[name] = drop_nulls(sub, item) if sub is not None else item
+            out[name] = drop_nulls(sub, item, root) if sub is not None else item
         return out
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [drop_nulls(schema["items"], item) for item in value]
+        return [drop_nulls(schema["items"], item, root) for item in value]
     return value
 
 

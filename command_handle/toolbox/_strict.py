@@ -41,6 +41,7 @@ KEPT = frozenset(
         "title",
         "$ref",
         "$defs",
+        "definitions",
         "pattern",
         "format",
         "minimum",
@@ -90,7 +91,6 @@ REFUSED = frozenset(
         "contains",
         "$dynamicRef",
         "$anchor",
-        "definitions",
     }
 )
 # The string formats strict mode understands; another is dropped.
@@ -146,11 +146,12 @@ class _Rewriter:
                     self.rewrite(branch, f"{pointer}/{keyword}/{index}")
                     for index, branch in enumerate(out[keyword])
                 ]
-        if "$defs" in out:
-            out["$defs"] = {
-                name: self.rewrite(sub, f"{pointer}/$defs/{name}")
-                for name, sub in out["$defs"].items()
-            }
+        for defs in ("$defs", "definitions"):
+            if defs in out:
+                out[defs] = {
+                    name: self.rewrite(sub, f"{pointer}/{defs}/{name}")
+                    for name, sub in out[defs].items()
+                }
         if "items" in out:
             out["items"] = self.rewrite(out["items"], f"{pointer}/items")
         if _is_object(out):
