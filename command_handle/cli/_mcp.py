@@ -33,7 +33,7 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
         raise UsageError(
             "the MCP server needs the official SDK: pip install 'command-handle[mcp]'"
         ) from None
-    from ..mcp import is_loopback, serve_http, serve_stdio
+    from ..mcp import is_loopback, serve
     from ..toolbox import Toolbox
 
     policy = Policy(
@@ -54,18 +54,15 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
         )
         return EXIT_REFUSED
     toolbox = Toolbox.load(*options.paths, policy=policy, credentials=_credentials(options))
-    if options.transport == "http":
-        serve_http(
-            toolbox,
-            options.host,
-            options.port,
-            allow_remote=options.allow_remote,
-            bearer_token=token,
-        )
-        return EXIT_OK
-    import anyio
-
-    anyio.run(serve_stdio, toolbox, backend=options.backend)
+    serve(
+        toolbox,
+        options.transport,
+        host=options.host,
+        port=options.port,
+        allow_remote=options.allow_remote,
+        bearer_token=token,
+        backend=options.backend,
+    )
     return EXIT_OK
 
 

@@ -1,12 +1,13 @@
 """MCP server: serve a Toolbox to any MCP client, over stdio or streamable HTTP.
 
+:func:`serve` is the entry point (what ``command-handle mcp`` runs);
 :func:`serve_stdio` (await it under trio or asyncio) and :func:`serve_http`
-are the entry points; :func:`build_server` gives the SDK ``Server`` for other
+are its transports; :func:`build_server` gives the SDK ``Server`` for other
 transports, :func:`http_app` the ASGI app. ``command-handle mcp PATH...`` runs
 them (docs/mcp.md).
 """
 
-from ._serve import http_app, is_loopback, serve_http, serve_stdio
+from ._serve import http_app, is_loopback, serve, serve_http, serve_stdio
 from ._server import PROGRESS_INTERVAL, build_server
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "build_server",
     "http_app",
     "is_loopback",
+    "serve",
     "serve_http",
     "serve_stdio",
 ]

@@ -21,7 +21,7 @@ import anyio
 from ..toolbox import Toolbox
 from ._server import build_server
 
-__all__ = ["http_app", "is_loopback", "serve_http", "serve_stdio"]
+__all__ = ["http_app", "is_loopback", "serve", "serve_http", "serve_stdio"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -185,3 +185,24 @@ def serve_http(
         lifespan="on",
     )
     server_class(config).run()
+
+
+def serve(
+    toolbox: Toolbox,
+    transport: str = "stdio",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    allow_remote: bool = False,
+    bearer_token: str | None = None,
+    backend: str = "asyncio",
+) -> None:
+    """Serve ``toolbox`` until the client goes away or a signal arrives: what
+    ``command-handle mcp`` runs. ``transport`` is ``"stdio"`` (on ``backend``,
+    ``"asyncio"`` or ``"trio"``) or ``"http"`` (stateless streamable HTTP)."""
+    if transport == "http":
+        serve_http(toolbox, host, port, allow_remote=allow_remote, bearer_token=bearer_token)
+    elif transport == "stdio":
+        anyio.run(serve_stdio, toolbox, backend=backend)
+    else:
+        raise ValueError(f'transport must be "stdio" or "http", not {transport!r}')
