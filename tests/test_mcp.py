@@ -183,6 +183,22 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
         },
         arguments=[str(folder / "writer.py"), "--", {"$": "path"}],
     )
+    manual = {
+        "utcp_version": "1.0.1",
+        "manual_version": "1.0.0",
+        "tools": [
+            {
+                "name": "ticks",
+                "description": "the ticker, as a UTCP template",
+                "inputs": {"type": "object", "properties": {}},
+                "tool_call_template": {
+                    "call_template_type": "cli",
+                    "commands": [{"command": f"{PY} {folder / 'ticker.py'}"}],
+                },
+            }
+        ],
+    }
+    (folder / "utcp.json").write_text(json.dumps(manual))
     return folder
 
 
@@ -405,6 +421,21 @@ def test_progress_reports_the_latest_output_line(connect: Connect) -> None:
     assert len(updates) >= 3
     assert [p for p, _ in updates] == sorted(p for p, _ in updates)
     assert any(message and message.startswith("tick ") for _, message in updates)
+
+
+def test_progress_reports_a_utcp_tool_s_lines_too(connect: Connect) -> None:
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async def main() -> Any:
+        async with connect() as client:
+            return await client.call_tool("utcp_ticks", {}, progress_callback=on_progress)
+
+    result = anyio.run(main)
+    assert not result.is_error and text_of(result).endswith("tick 11")
+    assert any(message.startswith("tick ") for message in messages)
 
 
 def test_progress_messages_never_carry_a_credential(connect: Connect) -> None:

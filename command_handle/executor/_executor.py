@@ -284,15 +284,22 @@ class Executor:
         return await self.run_prepared_plan(prepared, on_started=on_started)
 
     async def run_prepared_plan(
-        self, prepared: PreparedPlan, *, on_started: Callable[[int, str], None] | None = None
+        self,
+        prepared: PreparedPlan,
+        *,
+        on_started: Callable[[int, str], None] | None = None,
+        on_chunk: ChunkCallback | None = None,
     ) -> PlanResult:
-        """Run a plan that :func:`prepare_plan` checked (under this executor's policy)."""
+        """Run a plan that :func:`prepare_plan` checked (under this executor's policy).
+        ``on_chunk`` receives what the steps' programs write as it arrives."""
         profile = profile_for(self.policy)
         await self._slots.acquire()
         try:
             with call_tmpdir(profile) as tmpdir:
                 return await _run_plan()(
-                    *self._plan_run(prepared, tmpdir, profile), on_started=on_started
+                    *self._plan_run(prepared, tmpdir, profile),
+                    on_started=on_started,
+                    on_chunk=on_chunk,
                 )
         finally:
             self._slots.release()

@@ -53,7 +53,7 @@ from ..policy import Policy, check_program, check_variable_name
 from . import _bubblewrap as bubblewrap
 from ._capture import Capture
 from ._cgroup import CallCgroup
-from ._drive import drive
+from ._drive import ChunkCallback, drive
 from ._expand import Segment, fields, fields_with_origin, join
 from ._landlock import SandboxProfile
 from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
@@ -139,6 +139,8 @@ class _PlanRun:
         on_started: Callable[[int, str], None] | None = None,
     ) -> None:
         self.on_started = on_started
+        self.on_chunk: ChunkCallback | None = None
+        self.step_sink: _Sink | None = None
         self.confined = confined
         self.bubblewrap: tuple[SandboxProfile, str] | None = None
         self.plan = plan
@@ -161,7 +163,7 @@ class _PlanRun:
             with anyio.move_on_after(timeout) as deadline:
                 for step in self.plan.steps:
                     self.step = step.index
-                    sink = _Sink(self.policy.max_output)
+                    sink = self.step_sink = _Sink(self.policy.max_output)
                     current = (step, sink)
                     stdin = _Fd(self.devnull)
                     try:
@@ -190,6 +192,11 @@ class _PlanRun:
         finally:
             os.close(self.devnull)
         return PlanResult(tuple(results), timed_out, time.monotonic() - started)
+
+    async def forward(self, name: str, chunk: bytes) -> None:
+        """A child's chunk for the streaming caller: only the step's own output."""
+        if name == "stdout" and self.on_chunk is not None:
+            await self.on_chunk(name, chunk)
 
     @staticmethod
     async def enter(step: Step, state: ShellState, sink: _Sink) -> int:
@@ -521,11 +528,20 @@ class _PlanRun:
             for read_end, _, _ in pipes.values():
                 _close(read_end)
             raise
-        outputs = [Output("output", read_end, sink) for read_end, _, sink in pipes.values()]
+        # What goes to the step's own output is "stdout" to a streaming caller;
+        # a substitution's output is internal.
+        outputs = [
+            Output("stdout" if sink is self.step_sink else "internal", read_end, sink)
+            for read_end, _, sink in pipes.values()
+        ]
         if self.on_started is not None:
             self.on_started(child.pid, path)
         # The supervisor owns the read ends from here, and closes them.
-        outcome = await drive(supervise(child, outputs, timeout=None, grace=self.policy.kill_grace))
+        streaming = self.on_chunk is not None
+        supervisor = supervise(
+            child, outputs, timeout=None, grace=self.policy.kill_grace, stream=streaming
+        )
+        outcome = await drive(supervisor, self.forward if streaming else None)
         code = outcome.returncode
         return code if code >= 0 else 128 - code
 
@@ -609,10 +625,12 @@ async def run_plan(
     confined: Spawner | None = None,
     profile: SandboxProfile | None = None,
     on_started: Callable[[int, str], None] | None = None,
+    on_chunk: ChunkCallback | None = None,
 ) -> PlanResult:
     """Run a checked utcp-mode plan (see :func:`prepare_plan`); ``confined`` is the
     sandbox profile's spawner, if any; ``on_started`` gets each child's pid and
-    program once it runs."""
+    program once it runs; ``on_chunk`` gets what the programs write to the
+    steps' output as it arrives (builtins' output is not streamed)."""
     env, cwd = prepared.env, prepared.cwd
     state = ShellState(cwd, dict(env), set(env))
     state.set("PWD", cwd, export=True)
@@ -624,6 +642,7 @@ async def run_plan(
         run = _PlanRun(
             prepared.plan, prepared.arguments, prepared.policy, on_spawn, confined, on_started
         )
+        run.on_chunk = on_chunk
         if profile is not None and profile.backend == "bubblewrap":
             run.bubblewrap = (profile, env["TMPDIR"])
         return await run.run(state)

@@ -42,7 +42,7 @@ class PreparedToolCall(Protocol):
     async def run(
         self, executor: Executor, on_started: OnStarted, on_chunk: OnChunk | None = None
     ) -> CommandResult | PlanResult:
-        """``on_chunk`` gets output as it arrives (a command's; a plan streams none)."""
+        """``on_chunk`` gets output as it arrives (a plan's: what its programs write)."""
         ...
 
     def run_sync(self, executor: Executor, on_started: OnStarted) -> CommandResult | PlanResult: ...
@@ -141,7 +141,9 @@ class PlanCall:
             )
             return self.prepared.result_of(result)
         assert self.checked is not None
-        return await executor.run_prepared_plan(self.checked, on_started=on_started)
+        return await executor.run_prepared_plan(
+            self.checked, on_started=on_started, on_chunk=on_chunk
+        )
 
     def run_sync(self, executor: Executor, on_started: OnStarted) -> PlanResult:
         invocation = self.prepared.invocation
