@@ -270,9 +270,9 @@ class Toolbox:
         """What the call would run, without running it or asking the approve hook:
         the plan (credentials masked) and its hash, or the refusal. Pass the
         hash to ``call(..., expect_plan=...)`` to run exactly what was shown."""
-        shown = await self._drive(self._flow(name, arguments, principal, context, preview=True))
-        assert isinstance(shown, ToolPreview)
-        return shown
+        return _as_preview(
+            await self._drive(self._flow(name, arguments, principal, context, preview=True))
+        )
 
     def preview_sync(
         self,
@@ -283,9 +283,9 @@ class Toolbox:
         context: Mapping[str, Any] | None = None,
     ) -> ToolPreview:
         """Blocking form of :meth:`preview`."""
-        shown = self._drive_sync(self._flow(name, arguments, principal, context, preview=True))
-        assert isinstance(shown, ToolPreview)
-        return shown
+        return _as_preview(
+            self._drive_sync(self._flow(name, arguments, principal, context, preview=True))
+        )
 
     async def _drive(
         self, flow: _Flow, on_output: OutputLine | None = None
@@ -354,22 +354,6 @@ class Toolbox:
         principal: Any,
         context: Mapping[str, Any] | None,
         expect_plan: str | None = None,
-        preview: bool = False,
-    ) -> _Flow:
-        if not preview:
-            return (yield from self._call_flow(name, arguments, principal, context, expect_plan))
-        outcome = yield from self._call_flow(name, arguments, principal, context, None, True)
-        if isinstance(outcome, ToolResult):  # refused: nothing to show but why
-            return ToolPreview(name, outcome.call_id, None, None, outcome.content)
-        return outcome
-
-    def _call_flow(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | str | None,
-        principal: Any,
-        context: Mapping[str, Any] | None,
-        expect_plan: str | None,
         preview: bool = False,
     ) -> _Flow:
         call_id = uuid.uuid4().hex[:16]
@@ -537,6 +521,13 @@ class Toolbox:
             return ""
         where = "".join(f"/{part}" for part in error.absolute_path) or "/"
         return f"the structured result fails output_schema at {where} ({error.validator})"
+
+
+def _as_preview(outcome: ToolResult | ToolPreview) -> ToolPreview:
+    """A preview, or, for a call that would be refused, why (and no plan)."""
+    if isinstance(outcome, ToolResult):
+        return ToolPreview(outcome.tool, outcome.call_id, None, None, outcome.content)
+    return outcome
 
 
 def _spawned(emit: Emitter) -> Callable[[int, str], None]:
