@@ -16,6 +16,8 @@ def os_text_problem(text: str) -> str | None:
     """
     if "\x00" in text:
         return "contains a NUL character"
+    if text.isascii():  # no surrogate: nothing to encode
+        return None
     try:
         os.fsencode(text)
     except UnicodeEncodeError as exc:
@@ -33,6 +35,11 @@ def exec_size_problem(argv: list[str], env: dict[str, str]) -> tuple[str, int | 
     Returns the problem and the index of the argument at fault (None when the
     whole is too large). Checked before launch so the refusal says what to fix.
     """
+    # A character takes at most 4 bytes (os.fsencode's surrogates take 1), and Linux
+    # always allows at least MAX_ARGUMENT_BYTES in all: small text needs no measuring.
+    characters = sum(map(len, argv)) + sum(len(k) + len(v) + 1 for k, v in env.items())
+    if 4 * characters + len(argv) + len(env) <= MAX_ARGUMENT_BYTES:
+        return None
     sizes = [len(os.fsencode(token)) + 1 for token in argv]
     for index, size in enumerate(sizes):
         if size > MAX_ARGUMENT_BYTES:

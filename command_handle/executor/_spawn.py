@@ -101,15 +101,19 @@ class Child:
 
     def signal_group(self, signum: int) -> None:
         """Signal the child's whole process group (it leads its own session)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+        try:  # noqa: SIM105 - every call passes here; suppress() costs more
             os.killpg(self.pid, signum)
+        except (ProcessLookupError, PermissionError):  # the group is gone
+            pass
 
     def kill_group(self) -> None:
         self.signal_group(signal.SIGKILL)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - every call passes here; suppress() costs more
             os.close(self.exit_fd)
+        except OSError:
+            pass
 
 
 def launch(
@@ -234,6 +238,13 @@ class Spawner:
             self._setup()
         except OSError as exc:
             failure = exc  # every launch refused: no child without the flag
+        _posix_spawn.keep_file_actions(True)
+        try:
+            self._serve_jobs(failure)
+        finally:
+            _posix_spawn.keep_file_actions(False)
+
+    def _serve_jobs(self, failure: OSError | None) -> None:
         while True:
             with self._lock:
                 self._idle += 1
@@ -278,12 +289,13 @@ class Spawner:
         if sniffio.current_async_library() == "trio":
             import trio
 
+            task = trio.lowlevel.current_task()
             token = trio.lowlevel.current_trio_token()
-            finished = trio.Event()
-            job = _Job(function, lambda: token.run_sync_soon(finished.set))
+            job = _Job(function, lambda: token.run_sync_soon(trio.lowlevel.reschedule, task))
             self._submit(job)
-            with trio.CancelScope(shield=True):
-                await finished.wait()
+            # Abort.FAILED: a cancellation waits for the launch, and is delivered at
+            # the caller's next checkpoint, once the child is supervised.
+            await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
         else:
             loop = asyncio.get_running_loop()
             future: asyncio.Future[None] = loop.create_future()
@@ -306,9 +318,9 @@ class Spawner:
             if cancelled:
                 # Delivered at the caller's next await, once the child is supervised,
                 # so the cancellation kills it instead of orphaning it.
-                task = asyncio.current_task()
-                if task is not None:
-                    task.cancel()
+                current = asyncio.current_task()
+                if current is not None:
+                    current.cancel()
         return job.result()  # type: ignore[return-value]
 
 
@@ -399,7 +411,9 @@ def adopt_orphans(pgid: int) -> None:
     """After a child was reaped and its group killed: reap the group's members
     that are reparented to us, if we are init or a subreaper."""
     global _reaper_started
-    if not _is_reaper() or not _reap_group(pgid):
+    # Members reparented to us are our children: none (the usual case) is one
+    # waitid, and then whether we are a reaper does not matter.
+    if not _reap_group(pgid) or not _is_reaper():
         return
     with _orphans_lock:
         _orphan_groups.add(pgid)

@@ -7,6 +7,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import (
@@ -136,10 +137,9 @@ class CommandHandle(BaseModel):
         "destructiveHint, idempotentHint, openWorldHint",
     )
 
-    _templates: dict[str, Template] = PrivateAttr(default_factory=dict)
-    _stdin: Template | None = PrivateAttr(default=None)
-    _validator: Any = PrivateAttr(default=None)
-    _credential_fields: frozenset[str] = PrivateAttr(default=frozenset())
+    # Everything compiled from the fields, in one private attribute: pydantic's
+    # private attributes are slow to read, and render reads this once.
+    _compiled: _Compiled = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         # The constructor refuses a bad handle the way load() does.
@@ -177,7 +177,7 @@ class CommandHandle(BaseModel):
                 f"parameters is not a valid JSON Schema: {exc.message}",
                 _pointer_of(["parameters", *exc.path]),
             ) from None
-        self._validator = jsonschema.Draft202012Validator(
+        validator = jsonschema.Draft202012Validator(
             self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
         )
         if self.command is None:
@@ -213,15 +213,24 @@ class CommandHandle(BaseModel):
         if self.output_schema is not None:
             _check_output_schema(self.output_schema, jsonschema)
         _check_annotations(self.annotations)
+        templates: dict[str, Template] = {}
         for name in _TEMPLATE_FIELDS:
             value = getattr(self, name)
             if value is not None:
-                self._templates[name] = _compile(value, f"/{name}", name)
+                templates[name] = _compile(value, f"/{name}", name)
         if self.io is not None and self.io.stdin is not None:
-            self._stdin = _compile(self.io.stdin, "/io/stdin", "io/stdin")
-            self._templates["io/stdin"] = self._stdin
-        self._credential_fields = frozenset(
-            name for name in ("environment", "io/stdin") if _reads_credential(self._source(name))
+            templates["io/stdin"] = _compile(self.io.stdin, "/io/stdin", "io/stdin")
+        self._compiled = _Compiled(
+            templates=templates,
+            validator=validator,
+            credential_fields=frozenset(
+                name
+                for name in ("environment", "io/stdin")
+                if _reads_credential(self._source(name))
+            ),
+            written_command=self._written_command(),
+            written_directory=self._written_directory(),
+            written_environment=self._written_environment(),
         )
         return self
 
@@ -234,7 +243,7 @@ class CommandHandle(BaseModel):
     def uses_credentials(self) -> bool:
         """Whether a call needs a Credential Object: the handle declares ``security``
         or reads ``$credential``."""
-        return self.security is not None or bool(self._credential_fields)
+        return self.security is not None or bool(self._compiled.credential_fields)
 
     # -- loading -------------------------------------------------------------
 
@@ -258,7 +267,7 @@ class CommandHandle(BaseModel):
 
     def validate_arguments(self, args: object) -> None:
         """Step 1: the arguments against ``parameters``; every violation is reported."""
-        check_arguments(self._validator, args)
+        check_arguments(self._compiled.validator, args)
 
     @staticmethod
     def _evaluate(
@@ -304,8 +313,9 @@ class CommandHandle(BaseModel):
         """
         policy = policy or Policy()
         args = {} if args is None else args
-        self.validate_arguments(args)
-        if self._credential_fields and credential is None:
+        compiled = self._compiled
+        check_arguments(compiled.validator, args)
+        if compiled.credential_fields and credential is None:
             raise CommandError(
                 "this handle reads $credential, and no Credential Object was given "
                 "(the application's credential resolver supplies it)",
@@ -316,7 +326,7 @@ class CommandHandle(BaseModel):
             if context is None and credential is None
             else {"context": context or {}, "credential": credential}
         )
-        templates = self._templates  # one lookup: pydantic's private attributes are slow
+        templates = compiled.templates
         command = self._evaluate(templates, "command", args, None, application)
         if not isinstance(command, str):
             raise TemplateEvaluationError("command must evaluate to a string", "/command")
@@ -336,7 +346,7 @@ class CommandHandle(BaseModel):
             )
         check_option_like(argv, allowed, args)
         argv = [str(a) for a in argv]  # provenance marks end here
-        self._check_program_choice(command, policy)
+        self._check_program_choice(command, policy, compiled)
         directory = self._evaluate(templates, "directory", args, None, application)
         if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
             raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
@@ -349,12 +359,12 @@ class CommandHandle(BaseModel):
         else:
             cwd = resolve_directory(None)
         check_paths(self.paths, args, cwd, policy)
-        program = resolve_command(command, cwd, policy, shown=self._written_command())
+        program = resolve_command(command, cwd, policy, shown=compiled.written_command)
         environment = self._evaluate(templates, "environment", args, frozenset(), application)
         env = resolve_environment(
             None if environment is UNDEFINED else environment,
             policy,
-            written=self._written_environment(),
+            written=compiled.written_environment,
         )
         stdin: bytes | None = None
         io = self.io or IoSpec()
@@ -399,7 +409,7 @@ class CommandHandle(BaseModel):
             limits=policy.child_limits,
             cgroup=policy.cgroup_per_call,
             masked_environment=self._masked(env, credential),
-            stdin_masked="io/stdin" in self._credential_fields,
+            stdin_masked="io/stdin" in compiled.credential_fields,
         )
 
     def _masked(
@@ -411,7 +421,7 @@ class CommandHandle(BaseModel):
             return frozenset()
         masked: set[str] = set()
         environment = self.environment
-        if "environment" in self._credential_fields:
+        if "environment" in self._compiled.credential_fields:
             if isinstance(environment, dict) and not any(k.startswith("$") for k in environment):
                 masked |= {name for name, v in environment.items() if _reads_credential(v)}
             else:  # built by a directive: any of its values may hold it
@@ -449,18 +459,18 @@ class CommandHandle(BaseModel):
             or _application_value(value)
         )
 
-    def _check_program_choice(self, command: str, policy: Policy) -> None:
+    def _check_program_choice(self, command: str, policy: Policy, compiled: _Compiled) -> None:
         """Refuse a program whose path depends on the model's arguments: a computed
         command, or a relative one in a computed directory (red-team finding 5)."""
         if policy.allow_computed_command:
             return
-        if self._written_command() is None:
+        if compiled.written_command is None:
             raise CommandError(
                 "the program is computed from the arguments; the policy does not allow the "
                 "model to choose what runs (Policy.allow_computed_command)",
                 "/command",
             )
-        if "/" in command and not command.startswith("/") and not self._written_directory():
+        if "/" in command and not command.startswith("/") and not compiled.written_directory:
             raise CommandError(
                 "the relative command is looked up in a directory computed from the "
                 "arguments, so the model would choose what runs; write the directory, or an "
@@ -475,7 +485,7 @@ class CommandHandle(BaseModel):
     def shape_result(self, result_json: dict[str, Any]) -> object:
         """What the model sees: the ``result`` template over the result, or None
         when the handle has none (the result itself is then what there is)."""
-        template = self._templates.get("result")
+        template = self._compiled.templates.get("result")
         if template is None:
             return None
         try:
@@ -483,6 +493,18 @@ class CommandHandle(BaseModel):
         except FormError as exc:
             raise TemplateEvaluationError(exc.message, f"/result{exc.pointer}") from None
         return None if value is UNDEFINED else value
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    """What a handle's fields compile to, built once at load."""
+
+    templates: dict[str, Template]
+    validator: Any  # the parameters' jsonschema validator
+    credential_fields: frozenset[str]  # the fields whose templates read $credential
+    written_command: str | None  # the command, when no template builds it
+    written_directory: bool  # the directory holds no template
+    written_environment: frozenset[str]  # the variables whose values the handle writes
 
 
 MAX_VIOLATIONS = 20
@@ -494,15 +516,30 @@ MAX_ARGUMENT_DEPTH = 64
 
 def _deeper_than(value: object, limit: int) -> str | None:
     """The JSON Pointer of the first value nested more than ``limit`` levels, or None."""
-    pending: list[tuple[object, int, tuple[str | int, ...]]] = [(value, 0, ())]
+    # Depths only: the path is rebuilt for a refusal, which is rare.
+    pending: list[tuple[dict[Any, Any] | list[Any], int]] = []
+    if isinstance(value, (dict, list)):
+        pending.append((value, 0))
     while pending:
-        node, depth, path = pending.pop()
-        if isinstance(node, (dict, list)):
-            if depth >= limit:
-                return _pointer_of(path[:limit])
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            pending.extend((child, depth + 1, (*path, key)) for key, child in items)
+        node, depth = pending.pop()
+        if depth >= limit:
+            return _pointer_of(_path_to_depth(value, limit))
+        children = node.values() if isinstance(node, dict) else node
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return None
+
+
+def _path_to_depth(value: object, limit: int) -> tuple[str | int, ...]:
+    """The keys down to the first node at depth ``limit``."""
+    pending: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
+    while pending:
+        node, path = pending.pop()
+        if isinstance(node, (dict, list)):
+            if len(path) >= limit:
+                return path
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            pending.extend((child, (*path, key)) for key, child in items)
+    return ()
 
 
 def check_arguments(validator: Any, args: object) -> None:
@@ -517,7 +554,11 @@ def check_arguments(validator: Any, args: object) -> None:
             [Violation(deep, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels", "depth")]
         )
     try:
-        found = list(itertools.islice(validator.iter_errors(args), MAX_VIOLATIONS + 1))
+        errors = validator.iter_errors(args)
+        first = next(errors, None)
+        if first is None:  # valid: the usual case, without collecting
+            return
+        found = [first, *itertools.islice(errors, MAX_VIOLATIONS)]
     except RecursionError:  # a recursive schema over data within the depth limit
         raise ArgumentsError(
             [Violation("", "the arguments are nested too deeply to validate", "depth")]
