@@ -79,9 +79,12 @@ def test_the_kernel_ignores_set_user_id_at_exec(setuid_nobody: Path) -> None:
     assert Executor(Policy(allow_setuid=True)).call_sync(handle).stdout == "65534\n"
 
 
+@pytest.mark.parametrize("how", ["run_sync", "call_sync"])
 def test_a_link_swapped_while_the_call_waits_for_a_slot_is_refused(
-    tmp_path: Path, setuid_nobody: Path
+    tmp_path: Path, setuid_nobody: Path, how: str
 ) -> None:
+    """The checks run again once the slot is ours: for an invocation rendered
+    earlier (run_sync), and for a call that rendered it and then waited."""
     link = tmp_path / "tool"
     link.symlink_to("/usr/bin/true")
     executor = Executor(Policy(max_concurrency=1))
@@ -99,7 +102,10 @@ def test_a_link_swapped_while_the_call_waits_for_a_slot_is_refused(
 
     def wait_then_run() -> None:
         try:
-            outcome["result"] = executor.run_sync(invocation)
+            if how == "run_sync":
+                outcome["result"] = executor.run_sync(invocation)
+            else:  # renders (checked: /usr/bin/true), then waits for the slot
+                outcome["result"] = executor.call_sync(swapped)
         except CommandError as exc:
             outcome["error"] = exc
 

@@ -10,6 +10,7 @@ waits while it kills the child's group, then re-raises.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Generator
 from typing import TypeVar
 
@@ -73,11 +74,35 @@ async def _wait_trio(request: Wait) -> None:
             await trio.lowlevel.wait_readable(request.fd)
 
 
+async def _wait_asyncio(request: Wait) -> None:
+    """The same, straight on asyncio (a reader callback and a timer on the loop)."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+    fd = request.fd
+    try:
+        loop.add_reader(fd, _resolve, ready)
+    except NotImplementedError:  # a loop without readers: anyio has a fallback
+        await _wait(request)
+        return
+    timer = None if request.timeout is None else loop.call_later(request.timeout, _resolve, ready)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
+        if timer is not None:
+            timer.cancel()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 async def drive(
     supervisor: Generator[Request, Events, T], on_chunk: ChunkCallback | None = None
 ) -> T:
     """Run ``supervisor`` under the running event loop (trio or asyncio)."""
-    wait = _wait_trio if sniffio.current_async_library() == "trio" else _wait
+    wait = _wait_trio if sniffio.current_async_library() == "trio" else _wait_asyncio
     try:
         request = next(supervisor)
         while True:

@@ -154,7 +154,7 @@ class Executor:
         """
         handle = self._prepare(handle)
         invocation = handle.render(args, self.policy)
-        return self._shape(handle, await self.run(invocation))
+        return self._shape(handle, await self._run(invocation, None, None, rendered_now=True))
 
     async def call_asyncio(self, handle: HandleSource, args: object = None) -> CommandResult:
         """The same as :meth:`call`, which is native under asyncio; kept for callers
@@ -166,12 +166,15 @@ class Executor:
         Ctrl-C (KeyboardInterrupt) kills the child's group, then propagates."""
         handle = self._prepare(handle)
         invocation = handle.render(args, self.policy)
-        return self._shape(handle, self.run_sync(invocation))
+        return self._shape(handle, self._run_sync(invocation, None, rendered_now=True))
 
-    def _check_again(self, invocation: Invocation) -> None:
+    def _check_again(self, invocation: Invocation, rendered_now: bool, waited: bool) -> None:
         """The program's checks, repeated once the slot is ours, just before the
-        launch: a link swapped while the call waited is caught here."""
-        check_program(invocation.argv[0], self.policy, "/command")
+        launch: a link swapped while the call waited is caught here. Not repeated
+        when this call rendered the invocation and found a slot free, microseconds
+        after the same checks."""
+        if waited or not rendered_now:
+            check_program(invocation.argv[0], self.policy, "/command")
 
     async def run(
         self,
@@ -184,16 +187,30 @@ class Executor:
 
         ``on_started`` is called with the child's pid once it runs (it must not
         raise)."""
+        return await self._run(invocation, on_chunk, on_started, rendered_now=False)
+
+    async def _run(
+        self,
+        invocation: Invocation,
+        on_chunk: ChunkCallback | None,
+        on_started: Callable[[int], None] | None,
+        *,
+        rendered_now: bool,
+    ) -> CommandResult:
         profile = profile_for(self.policy)  # a sandbox this kernel lacks: refused here
-        await self._slots.acquire()
+        waited = await self._slots.acquire()
         try:
-            self._check_again(invocation)
+            self._check_again(invocation, rendered_now, waited)
+            if profile is None:
+                return await run_invocation(
+                    invocation, on_chunk, self._count_spawn, None, on_started
+                )
             with call_tmpdir(profile) as tmpdir:
                 return await run_invocation(
                     _with_tmpdir(invocation, tmpdir, profile),
                     on_chunk,
                     self._count_spawn,
-                    spawner_for(profile) if profile else None,
+                    spawner_for(profile),
                     on_started,
                 )
         finally:
@@ -203,15 +220,26 @@ class Executor:
         self, invocation: Invocation, *, on_started: Callable[[int], None] | None = None
     ) -> CommandResult:
         """Blocking form of :meth:`run`."""
+        return self._run_sync(invocation, on_started, rendered_now=False)
+
+    def _run_sync(
+        self,
+        invocation: Invocation,
+        on_started: Callable[[int], None] | None,
+        *,
+        rendered_now: bool,
+    ) -> CommandResult:
         profile = profile_for(self.policy)
-        self._slots.acquire_sync()
+        waited = self._slots.acquire_sync()
         try:
-            self._check_again(invocation)
+            self._check_again(invocation, rendered_now, waited)
+            if profile is None:
+                return run_invocation_sync(invocation, self._count_spawn, None, on_started)
             with call_tmpdir(profile) as tmpdir:
                 return run_invocation_sync(
                     _with_tmpdir(invocation, tmpdir, profile),
                     self._count_spawn,
-                    spawner_for(profile) if profile else None,
+                    spawner_for(profile),
                     on_started,
                 )
         finally:
@@ -240,7 +268,8 @@ class Executor:
                     await send.send(Event(kind, chunk))
 
                 try:
-                    result = self._shape(handle, await self.run(invocation, forward))
+                    run = self._run(invocation, forward, None, rendered_now=True)
+                    result = self._shape(handle, await run)
                 except CommandHandleError as exc:
                     events._failure = exc
                     return

@@ -14,13 +14,13 @@ blocks the calling thread. Both share everything but the waiting.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import subprocess
 import time
 from collections.abc import Callable, Generator
 
-import anyio.lowlevel
 import sniffio
 
 from ..errors import LaunchError
@@ -215,7 +215,7 @@ async def _deliver_cancellation() -> None:
             await trio.lowlevel.checkpoint()
         await trio.lowlevel.checkpoint_if_cancelled()
     else:
-        await anyio.lowlevel.checkpoint()
+        await asyncio.sleep(0)
 
 
 async def run_invocation(

@@ -61,10 +61,11 @@ class Slots:
                 return
         self.release()
 
-    def acquire_sync(self) -> None:
+    def acquire_sync(self) -> bool:
+        """Take a slot; return whether that meant waiting for one."""
         with self._lock:
             if self._take():
-                return
+                return False
             event = threading.Event()
 
             def wake() -> bool:
@@ -78,15 +79,18 @@ class Slots:
         except BaseException:
             self._abandon(waiter)
             raise
+        return True
 
-    async def acquire(self) -> None:
+    async def acquire(self) -> bool:
+        """Take a slot; return whether that meant waiting for one."""
         with self._lock:
             if self._take():
-                return
+                return False
         if sniffio.current_async_library() == "trio":
             await self._acquire_trio()
         else:
             await self._acquire_asyncio()
+        return True
 
     async def _acquire_asyncio(self) -> None:
         loop = asyncio.get_running_loop()
