@@ -1,0 +1,182 @@
+"""Where a trio call's time goes, rung by rung, against the posix_spawn floor.
+
+Run: .venv/bin/python benchmarks/floor_ladder.py [--quick]
+
+Each rung adds one thing a complete call needs to the one before it, all
+under trio and all launching ``/bin/echo hi`` with glibc's posix_spawn:
+
+1. spawn, wait for the child's pidfd, reap, then read the pipes;
+2. the pipes watched while the child runs (a child that writes more than a
+   pipe holds would otherwise block for ever): the output wakes the caller,
+   then the exit does;
+3. a timeout on each wait;
+4. the executor's supervisor (group kill, orphan reaping, caps, streams);
+5. ``run_invocation``: pipes, the launch, the result object;
+6. ``Executor.run``: the policy's sandbox check, the slot, the program re-check;
+7. ``Executor.call``: validation and evaluation (render) before all of it;
+8. the same with the ``no_new_privs`` spawner thread (the default; rungs 4 to
+   7 launch in the caller's thread, as ``Policy.allow_setuid`` does).
+
+Every block of 20 calls of a rung is timed right after a block of the floor
+(``os.posix_spawn`` + ``waitpid``, no pipes) and divided by it, so that the
+drift of a shared machine cancels; the figure is the median of those ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import statistics
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+
+import trio
+from _handles import ECHO
+
+from command_handle import CommandHandle, Executor, Policy
+from command_handle.executor import _drive, _posix_spawn, _process, _spawn, _supervise
+from command_handle.executor._capture import Capture
+
+ARGV = ["/bin/echo", "hi"]
+CWD = os.getcwd()
+HANDLE = CommandHandle.load(ECHO)
+ARGS = {"word": "hi"}
+INLINE = Executor(Policy(allow_setuid=True))  # launches in the caller's thread
+DEFAULT = Executor()
+INVOCATION = HANDLE.render(ARGS, INLINE.policy)
+_TO_DEVNULL = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+
+
+def floor() -> None:
+    pid = os.posix_spawn(ARGV[0], ARGV, {}, file_actions=_TO_DEVNULL)
+    os.waitpid(pid, 0)
+
+
+def _spawn_piped() -> tuple[int, int, int]:
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    pid = _posix_spawn.spawn(ARGV, ARGV[0], {}, CWD, (subprocess.DEVNULL, out_write, err_write))
+    os.close(out_write)
+    os.close(err_write)
+    return pid, out_read, err_read
+
+
+def _drain(*fds: int) -> None:
+    for fd in fds:
+        while os.read(fd, 65536):
+            pass
+        os.close(fd)
+
+
+async def pidfd_only() -> None:
+    pid, out, err = _spawn_piped()
+    exit_fd = os.pidfd_open(pid)
+    await trio.lowlevel.wait_readable(exit_fd)
+    os.waitpid(pid, 0)
+    os.close(exit_fd)
+    _drain(out, err)
+
+
+async def _watched(timeout: bool) -> None:
+    pid, out, err = _spawn_piped()
+    exit_fd = os.pidfd_open(pid)
+    poller = select.epoll()
+    for fd in (exit_fd, out, err):
+        poller.register(fd, select.EPOLLIN)
+    exited = False
+    while not exited:
+        if timeout:
+            with trio.move_on_after(60):
+                await trio.lowlevel.wait_readable(poller.fileno())
+        else:
+            await trio.lowlevel.wait_readable(poller.fileno())
+        for fd, _ in poller.poll(0):
+            if fd == exit_fd:
+                exited = True
+            elif not os.read(fd, 65536):
+                poller.unregister(fd)
+    os.waitpid(pid, 0)
+    poller.close()
+    os.close(exit_fd)
+    _drain(out, err)
+
+
+async def pipes_watched() -> None:
+    await _watched(timeout=False)
+
+
+async def with_timeout() -> None:
+    await _watched(timeout=True)
+
+
+async def supervised() -> None:
+    pid, out, err = _spawn_piped()
+    outputs = [
+        _supervise.Output("stdout", out, Capture(1 << 20)),
+        _supervise.Output("stderr", err, Capture(1 << 20)),
+    ]
+    await _drive.drive(_supervise.supervise(_spawn.Child(pid), outputs, timeout=60, grace=2))
+
+
+async def run_invocation() -> None:
+    await _process.run_invocation(INVOCATION)
+
+
+async def executor_run() -> None:
+    await INLINE.run(INVOCATION)
+
+
+async def executor_call() -> None:
+    await INLINE.call(HANDLE, ARGS)
+
+
+async def executor_call_no_new_privs() -> None:
+    await DEFAULT.call(HANDLE, ARGS)
+
+
+RUNGS: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+    ("1 spawn, pidfd wait, read after exit", pidfd_only),
+    ("2 + pipes watched while it runs", pipes_watched),
+    ("3 + a timeout on each wait", with_timeout),
+    ("4 the executor's supervisor", supervised),
+    ("5 run_invocation", run_invocation),
+    ("6 Executor.run", executor_run),
+    ("7 Executor.call (render first)", executor_call),
+    ("8 Executor.call, no_new_privs thread", executor_call_no_new_privs),
+]
+
+
+async def _block(function: Callable[[], Awaitable[None]], size: int) -> float:
+    start = time.perf_counter()
+    for _ in range(size):
+        await function()
+    return (time.perf_counter() - start) / size
+
+
+async def measure(blocks: int, size: int) -> None:
+    for _, function in RUNGS:  # warm up
+        await _block(function, 5)
+    ratios: dict[str, list[float]] = {name: [] for name, _ in RUNGS}
+    floors: list[float] = []
+    for _ in range(blocks):
+        for name, function in RUNGS:
+            start = time.perf_counter()
+            for _ in range(size):
+                floor()
+            base = (time.perf_counter() - start) / size
+            floors.append(base)
+            ratios[name].append(await _block(function, size) / base)
+    print(f"floor (posix_spawn + waitpid): {statistics.median(floors) * 1e3:.3f} ms per call")
+    print(f"{'rung':<40} {'x floor':>8}")
+    for name, values in ratios.items():
+        print(f"{name:<40} {statistics.median(values):>8.3f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer blocks (smoke test)")
+    options = parser.parse_args()
+    blocks, size = (3, 10) if options.quick else (40, 20)
+    trio.run(measure, blocks, size)
