@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-__all__ = ["available", "devnull", "keep_file_actions", "spawn"]
+__all__ = ["available", "keep_file_actions", "spawn"]
 
 _SETSIGDEF, _SETSIGMASK, _SETSID = 0x04, 0x08, 0x80
 _BUFFER = 1024  # larger than posix_spawnattr_t, posix_spawn_file_actions_t and sigset_t
@@ -53,8 +53,7 @@ def available() -> bool:
 
 
 @functools.cache
-def devnull() -> int:
-    """A descriptor of /dev/null for children's streams, opened once and kept."""
+def _devnull() -> int:
     return os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
 
 
@@ -131,7 +130,7 @@ def _file_actions(
         for target, source in enumerate(streams):
             if source is None:
                 continue
-            fd = devnull() if source == subprocess.DEVNULL else source
+            fd = _devnull() if source == subprocess.DEVNULL else source
             # dup2 onto 0, 1 or 2 clears close-on-exec on the copy.
             _check(libc.posix_spawn_file_actions_adddup2(actions, fd, target), "dup2")
         _check(libc.posix_spawn_file_actions_addclosefrom_np(actions, 3), "closefrom")
@@ -156,10 +155,10 @@ def spawn(
     assert libc is not None
     attributes = _attributes()
     key = (cwd, *streams)
-    kept = _kept.enabled and _kept.key == key
-    actions = (
-        _kept.actions if kept and _kept.actions is not None else _file_actions(libc, cwd, streams)
-    )
+    actions = _kept.actions if _kept.enabled and _kept.key == key else None
+    kept = actions is not None
+    if actions is None:
+        actions = _file_actions(libc, cwd, streams)
     try:
         arguments = _strings([os.fsencode(a) for a in argv])
         environment = _strings([os.fsencode(f"{k}={v}") for k, v in env.items()])
