@@ -14,6 +14,7 @@ from command_handle import CommandHandle, Executor, Policy
 from command_handle.executor import _posix_spawn, _spawn
 
 from .conftest import Run
+from .processes import probe_handle, report
 
 
 def _status(run: Run) -> dict[str, str]:
@@ -108,3 +109,20 @@ def test_a_forked_process_gets_spawner_threads_of_its_own(tmp_path: Path) -> Non
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     raise AssertionError("the forked child hung waiting for its parent's spawner threads")
+
+
+def test_a_spawner_thread_reuses_file_actions_only_for_the_same_launch(tmp_path: Path) -> None:
+    """Sequential calls get the same pipe numbers, so a spawner thread keeps its
+    last file actions; calls that alternate directories and streams must each
+    get their own: the directory, stdin, and where the output goes."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    executor = Executor()
+    with_stdin = probe_handle(directory=str(first), io={"stdin": {"$": "text"}})
+    without = probe_handle(directory=str(second), io={"stderr": "ignore"})
+    for index in range(6):
+        seen = report(executor.call_sync(with_stdin, {"words": [str(index)], "text": "in"}))
+        assert (seen["cwd"], seen["stdin"], seen["argv"]) == (str(first), "in", [str(index)])
+        seen = report(executor.call_sync(without, {"words": [str(index)]}))
+        assert (seen["cwd"], seen["stdin"], seen["argv"]) == (str(second), None, [str(index)])
