@@ -26,6 +26,7 @@ from command_handle import (
 )
 from command_handle.cli import main
 from command_handle.errors import TranslationError
+from command_handle.executor import prepare_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = str(ROOT / "fixtures" / "programs" / "probe.py")
@@ -412,3 +413,24 @@ def test_cli_translate_run_and_tools(capsys: pytest.CaptureFixture[str], tmp_pat
         == 0
     )
     assert capsys.readouterr().out == "Previous: m\n"
+
+
+def test_a_builtin_s_output_streams_like_a_program_s() -> None:
+    """``echo`` runs as a builtin, writing into the step; a streaming caller (MCP
+    progress, say) gets its line when it is written, not when the plan ends."""
+    plan = utcp.translate(template("echo first && sleep 0.4 && echo second"))
+    executor = Executor()
+    prepared = prepare_plan(plan, {}, {}, executor.policy)
+    chunks: list[tuple[float, bytes]] = []
+
+    async def collect(name: str, chunk: bytes) -> None:
+        assert name == "stdout"
+        chunks.append((time.monotonic(), chunk))
+
+    async def main() -> float:
+        await executor.run_prepared_plan(prepared, on_chunk=collect)
+        return time.monotonic()
+
+    ended = trio.run(main)
+    assert b"".join(chunk for _, chunk in chunks) == b"first\nsecond\n"
+    assert chunks[0][1] == b"first\n" and ended - chunks[0][0] >= 0.3

@@ -198,12 +198,18 @@ class _PlanRun:
         if name == "stdout" and self.on_chunk is not None:
             await self.on_chunk(name, chunk)
 
-    @staticmethod
-    async def enter(step: Step, state: ShellState, sink: _Sink) -> int:
+    async def write(self, target: _Target, data: bytes) -> None:
+        """What a builtin (or a message of ours) writes; into the step's own output
+        it reaches a streaming caller too, as a child's output does."""
+        await _write(target, data)
+        if data and target is self.step_sink and self.on_chunk is not None:
+            await self.on_chunk("stdout", data)
+
+    async def enter(self, step: Step, state: ShellState, sink: _Sink) -> int:
         """A step's own ``working_dir``: a ``cd`` before its commands (0 without one)."""
         if step.working_dir is None:
             return 0
-        io = BuiltinIO(lambda data: _write(sink, data), lambda data: _write(sink, data))
+        io = BuiltinIO(lambda data: self.write(sink, data), lambda data: self.write(sink, data))
         return await BUILTINS["cd"](state, [step.working_dir], io)
 
     @staticmethod
@@ -342,7 +348,7 @@ class _PlanRun:
                     continue
                 targets = fields(await self.segments(redirect.target, state, err), state.cwd)
                 if len(targets) != 1:
-                    await _write(table[2], _message("ambiguous redirect"))
+                    await self.write(table[2], _message("ambiguous redirect"))
                     return 1
                 flags = os.O_CLOEXEC | (
                     os.O_RDONLY
@@ -354,14 +360,16 @@ class _PlanRun:
                 try:
                     fd = os.open(os.path.join(state.cwd, targets[0]), flags, 0o666)
                 except OSError as exc:
-                    await _write(table[2], _message(targets[0], exc.strerror or "cannot open"))
+                    await self.write(table[2], _message(targets[0], exc.strerror or "cannot open"))
                     return 1
                 opened.append(fd)
                 if redirect.op in ("&>", "&>>"):
                     table[1] = table[2] = _Fd(fd)
                 else:
                     table[redirect.fd] = _Fd(fd)
-            io = BuiltinIO(lambda data: _write(table[1], data), lambda data: _write(table[2], data))
+            io = BuiltinIO(
+                lambda data: self.write(table[1], data), lambda data: self.write(table[2], data)
+            )
             if command.kind == "export":
                 args = [name if text is None else f"{name}={text}" for name, text in assignments]
                 status = await BUILTINS["export"](state, args, io)
@@ -468,7 +476,7 @@ class _PlanRun:
     ) -> int:
         path, status, problem = self.resolve(words[0], state)
         if path is None:
-            await _write(table[2], _message(words[0], problem))
+            await self.write(table[2], _message(words[0], problem))
             return status
         env = state.environment()
         env.update((name, value or "") for name, value in assignments)
@@ -518,7 +526,7 @@ class _PlanRun:
                 reason = errno.errorcode.get(exc.errno or 0, "error")
                 # As bash reports it; a directory removed after the check is named.
                 subject = state.cwd if exc.filename == state.cwd else words[0]
-                await _write(table[2], _message(subject, f"{exc.strerror or exc} ({reason})"))
+                await self.write(table[2], _message(subject, f"{exc.strerror or exc} ({reason})"))
                 return 126 if exc.errno != errno.ENOENT else 127
             finally:
                 for _, write_end, _ in pipes.values():
@@ -592,7 +600,7 @@ class _PlanRun:
             return [Segment(text, part.quoted, split=not part.quoted, data=data)]
         # :? and ?: the message goes to stderr, and the step (or subshell) ends
         why = text or ("parameter null or not set" if op == ":?" else "parameter not set")
-        await _write(err, _message(name, why))
+        await self.write(err, _message(name, why))
         raise ShellExit(1)
 
     async def operand(self, part: Var, state: ShellState, err: _Target) -> list[Segment]:
