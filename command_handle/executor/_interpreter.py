@@ -638,7 +638,7 @@ async def run_plan(
     """Run a checked utcp-mode plan (see :func:`prepare_plan`); ``confined`` is the
     sandbox profile's spawner, if any; ``on_started`` gets each child's pid and
     program once it runs; ``on_chunk`` gets what the programs write to the
-    steps' output as it arrives (builtins' output is not streamed)."""
+    steps' output as it arrives, builtins' included."""
     env, cwd = prepared.env, prepared.cwd
     state = ShellState(cwd, dict(env), set(env))
     state.set("PWD", cwd, export=True)

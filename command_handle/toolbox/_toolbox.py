@@ -234,8 +234,8 @@ class Toolbox:
         ``expect_plan`` (a hash from :meth:`preview`), the call runs only if
         it would still run exactly that plan. ``on_output(stream, line)`` is
         awaited with each complete line the program writes, credentials
-        redacted (for a UTCP plan, what its programs write; builtins such as
-        ``echo`` are not streamed)."""
+        redacted (for a UTCP plan, what its programs and builtins such as
+        ``echo`` write into its steps)."""
         flow = self._flow(name, arguments, principal, context, expect_plan)
         result = await self._drive(flow, on_output)
         assert isinstance(result, ToolResult)
