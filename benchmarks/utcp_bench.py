@@ -9,7 +9,7 @@ The chain (utcp-cli-protocol.md, "Testing CLI Tools")::
     echo "Previous: $CMD_0_OUTPUT"
 
 Both run it under asyncio, as utcp-cli's client does: ours through
-``utcp.call_asyncio`` (trio in guest mode), and also through ``utcp.call``
+``utcp.call`` under asyncio, and also under trio
 under trio. utcp-cli starts ``/bin/bash`` for every call; this layer runs
 the two ``echo`` builtins in-process, so a call spawns nothing. A third
 line runs a chain that does spawn a program per step (``/bin/echo``), the
@@ -100,7 +100,7 @@ def main() -> None:
         template = utcp.load(document)
 
         def via_asyncio(t: Any = template) -> Awaitable[object]:
-            return utcp.call_asyncio(t, ARGS)
+            return utcp.call(t, ARGS)
 
         def via_trio(t: Any = template) -> Awaitable[object]:
             return utcp.call(t, ARGS)

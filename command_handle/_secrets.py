@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["MIN_REDACTED", "REDACTED", "redact", "redact_value", "secret_values"]
+__all__ = [
+    "MIN_REDACTED",
+    "REDACTED",
+    "redact",
+    "redact_cut",
+    "redact_value",
+    "secret_values",
+]
 
 MIN_REDACTED = 4
 REDACTED = "[credential]"
@@ -41,6 +48,31 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if len(secret) >= MIN_REDACTED and secret in text:
             text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_cut(
+    text: str, secrets: tuple[str, ...], *, cut_before: bool = False, cut_after: bool = False
+) -> str:
+    """``text`` redacted, when it is a piece of longer output that was cut before
+    anyone could redact it (the executor's ``max_output`` cap keeps a head and
+    a tail, knowing no secrets). A secret that straddles such a cut shows in
+    the piece only in part, so a start that is a secret's end (``cut_before``)
+    or an end that is a secret's start (``cut_after``), of
+    :data:`MIN_REDACTED` characters or more, is redacted too. Where we cut
+    ourselves, redact the whole text first and cut after."""
+    text = redact(text, secrets)
+    for secret in secrets:
+        if len(secret) <= MIN_REDACTED:
+            continue
+        for size in range(len(secret) - 1, MIN_REDACTED - 1, -1):
+            if cut_before and text.startswith(secret[-size:]):
+                text = REDACTED + text[size:]
+                break
+        for size in range(len(secret) - 1, MIN_REDACTED - 1, -1):
+            if cut_after and text.endswith(secret[:size]):
+                text = text[:-size] + REDACTED
+                break
     return text
 
 

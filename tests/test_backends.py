@@ -27,6 +27,7 @@ from command_handle import (
     CommandError,
     CommandHandle,
     CommandHandleError,
+    CommandResult,
     Event,
     Executor,
     HandleLoadError,
@@ -141,8 +142,9 @@ def test_streaming_gives_the_same_events_under_trio_and_asyncio() -> None:
     seen = {}
     for backend in ("trio", "asyncio"):
         events = _stream(backend, Executor(), handle)
-        assert events[-1].kind == "exit" and events[-1].result is not None
-        assert events[-1].result.exit_code == 0 and events[-1].result.stderr == "done"
+        final = events[-1].result
+        assert events[-1].kind == "exit" and isinstance(final, CommandResult)
+        assert final.exit_code == 0 and final.stderr == "done"
         out = b"".join(e.data for e in events if e.kind == "stdout")
         err = b"".join(e.data for e in events if e.kind == "stderr")
         seen[backend] = (out, err, [e.kind for e in events][-1])
@@ -395,7 +397,7 @@ def test_a_handle_file_is_compiled_once_while_it_is_unchanged(tmp_path: Path) ->
         '{"name": "x", "handle": "command", "command": "/bin/echo", "arguments": ["1"]}'
     )
     executor = Executor()
-    assert executor._prepare(path) is executor._prepare(str(path))
+    assert executor._load(path) is executor._load(str(path))
     path.write_text(
         '{"name": "x", "handle": "command", "command": "/bin/echo", "arguments": ["22"]}'
     )

@@ -331,7 +331,7 @@ def test_running_out_of_descriptors_is_a_clear_error_and_the_executor_recovers()
         with descriptors_exhausted():
             for attempt in (
                 lambda: executor.call(handle, {"words": [], "text": "x"}),
-                lambda: executor.run_plan(plan, {}),
+                lambda: executor.run(utcp.prepare_plan(plan, {}, policy=executor.policy)),
             ):
                 with pytest.raises(LaunchError) as caught:
                     await attempt()
@@ -341,7 +341,7 @@ def test_running_out_of_descriptors_is_a_clear_error_and_the_executor_recovers()
             assert "ran out of resources" in str(refusal) and "EMFILE" in str(refusal)
             assert refusal.pointer == "/command"
         # Usable afterwards, for both kinds of call.
-        piped = await executor.run_plan(plan, {})
+        piped = await executor.run(utcp.prepare_plan(plan, {}, policy=executor.policy))
         assert piped.steps[0].status == 0
         return report(await executor.call(handle, {"words": ["again"], "text": "y"}))
 
@@ -466,7 +466,8 @@ def test_cancelling_a_plan_mid_pipeline_kills_every_element(tmp_path: Path) -> N
     async def main() -> bool:
         with trio.move_on_after(5) as scope:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(executor.run_plan, plan, {})
+                prepared = utcp.prepare_plan(plan, {}, policy=executor.policy)
+                nursery.start_soon(executor.run, prepared)
                 while not pidfile.exists() or not pidfile.read_text():
                     await trio.sleep(0.01)
                 nursery.cancel_scope.cancel()

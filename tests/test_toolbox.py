@@ -41,7 +41,7 @@ Call = Callable[..., ToolResult]
 @pytest.fixture(params=BACKENDS)
 def call(request: pytest.FixtureRequest) -> Call:
     """``call(toolbox, name, args, principal=None, **kw)`` through ``call_sync``,
-    ``await call`` under trio, or ``await call_asyncio`` under asyncio."""
+    ``await call`` under trio or asyncio."""
     backend: str = request.param
 
     def invoke(
@@ -51,7 +51,7 @@ def call(request: pytest.FixtureRequest) -> Call:
             return toolbox.call_sync(name, args, principal, **kw)
         if backend == "trio":
             return trio.run(lambda: toolbox.call(name, args, principal, **kw))
-        return asyncio.run(toolbox.call_asyncio(name, args, principal, **kw))
+        return asyncio.run(toolbox.call(name, args, principal, **kw))
 
     return invoke
 

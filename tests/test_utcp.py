@@ -26,7 +26,6 @@ from command_handle import (
 )
 from command_handle.cli import main
 from command_handle.errors import TranslationError
-from command_handle.executor import prepare_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = str(ROOT / "fixtures" / "programs" / "probe.py")
@@ -371,7 +370,7 @@ def test_allowed_commands_are_checked_before_anything_runs() -> None:
 def test_sync_and_asyncio_entry_points_agree() -> None:
     source = template("echo UTCP_ARG_m_UTCP_END")
     assert utcp.call_sync(source, {"m": "x"}) == "x"
-    assert asyncio.run(utcp.call_asyncio(source, {"m": "y"})) == "y"
+    assert asyncio.run(utcp.call(source, {"m": "y"})) == "y"
 
 
 def test_manual_from_output_reads_json_lines() -> None:
@@ -420,7 +419,7 @@ def test_a_builtin_s_output_streams_like_a_program_s() -> None:
     progress, say) gets its line when it is written, not when the plan ends."""
     plan = utcp.translate(template("echo first && sleep 0.4 && echo second"))
     executor = Executor()
-    prepared = prepare_plan(plan, {}, {}, executor.policy)
+    prepared = utcp.prepare_plan(plan, {}, policy=executor.policy)
     chunks: list[tuple[float, bytes]] = []
 
     async def collect(name: str, chunk: bytes) -> None:
@@ -428,7 +427,7 @@ def test_a_builtin_s_output_streams_like_a_program_s() -> None:
         chunks.append((time.monotonic(), chunk))
 
     async def main() -> float:
-        await executor.run_prepared_plan(prepared, on_chunk=collect)
+        await executor.run(prepared, collect)
         return time.monotonic()
 
     ended = trio.run(main)

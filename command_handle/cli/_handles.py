@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from .. import _json, form
-from ..executor import CommandResult, Executor
+from ..executor import CommandResult, Executor, PreparedCall
 from ..handle import CommandHandle
 from ..policy import Policy
 from ._common import (
@@ -82,9 +82,9 @@ def _cmd_run(options: argparse.Namespace) -> int:
     if options.expect_plan is not None:
         from ..executor import plan_hash
 
-        # The very invocation that was hashed is the one run: no second rendering.
-        invocation = handle.render(args, executor.policy)
-        digest = plan_hash(executor.describe(invocation))
+        # The very call that was hashed is the one run: no second rendering.
+        prepared = handle.prepare(args, executor.policy)
+        digest = plan_hash(executor.describe(prepared))
         if digest != options.expect_plan.strip().lower():
             print(
                 f"command-handle: the plan changed: its hash is {digest}, not the expected "
@@ -92,7 +92,7 @@ def _cmd_run(options: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_REFUSED
-        result = run_interruptibly(lambda: _planned(executor, handle, invocation))
+        result = run_interruptibly(lambda: _planned(executor, handle, prepared))
     else:
         result = run_interruptibly(lambda: _with_indicator(executor, handle, args))
     if options.raw:
@@ -114,8 +114,10 @@ def _cmd_run(options: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
-async def _planned(executor: Executor, handle: CommandHandle, invocation: Any) -> CommandResult:
-    result = await executor.run(invocation)
+async def _planned(
+    executor: Executor, handle: CommandHandle, prepared: PreparedCall[CommandResult]
+) -> CommandResult:
+    result = await executor.run(prepared)
     if not handle.has_result_template:
         return result
     from dataclasses import replace
@@ -127,9 +129,10 @@ def _cmd_render(options: argparse.Namespace) -> int:
     from ..executor import plan_hash
 
     policy = _policy(options)
-    invocation = CommandHandle.load(options.handle).render(_call_args(options), policy)
-    shown: dict[str, Any] = invocation.to_json()
-    plan = Executor(policy).describe(invocation)
+    prepared = CommandHandle.load(options.handle).prepare(_call_args(options), policy)
+    assert prepared.invocation is not None
+    shown: dict[str, Any] = prepared.invocation.to_json()
+    plan = Executor(policy).describe(prepared)
     shown["plan_hash"] = plan_hash(plan)
     shown["plan"] = plan
     print(_json.stringify(shown, indent=2))

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import resource
-from collections.abc import Mapping
 from typing import Any
 
-from ..handle import Invocation
+from ..call import Invocation, PreparedCall
 from ..policy import Policy
-from ._plan_checks import PreparedPlan
 from ._sandbox import profile_for
 
-__all__ = ["describe_invocation", "describe_prepared_plan", "plan_hash"]
+__all__ = ["describe"]
 
 _RLIMIT_NAMES = {
     getattr(resource, name): name.removeprefix("RLIMIT_").lower()
@@ -66,8 +64,16 @@ def _text(value: str) -> str:
     return value
 
 
-def describe_invocation(invocation: Invocation, policy: Policy) -> dict[str, Any]:
-    """The plan of one command: what an approval hook or ``render`` shows."""
+def describe(prepared: PreparedCall[Any]) -> dict[str, Any]:
+    """The plan of a prepared call, with its effective limits: what an approval
+    hook, ``render`` and a preview show, and what the plan hash covers."""
+    if prepared.invocation is not None:
+        return _describe_command(prepared.invocation, prepared)
+    return _describe_plan(prepared)
+
+
+def _describe_command(invocation: Invocation, prepared: PreparedCall[Any]) -> dict[str, Any]:
+    """The plan of one command."""
     stdin: dict[str, Any] | None = None
     if invocation.stdin is not None:
         stdin = {"bytes": len(invocation.stdin)}
@@ -84,30 +90,23 @@ def describe_invocation(invocation: Invocation, policy: Policy) -> dict[str, Any
         "stdout": invocation.stdout,
         "stderr": invocation.stderr,
         "encoding": invocation.encoding,
-        "limits": _limits(policy, invocation.timeout, invocation.max_output),
-        "sandbox": _sandbox(policy),
+        "limits": _limits(prepared.policy, prepared.timeout, prepared.max_output),
+        "sandbox": _sandbox(prepared.policy),
     }
 
 
-def describe_prepared_plan(prepared: PreparedPlan) -> dict[str, Any]:
+def _describe_plan(prepared: PreparedCall[Any]) -> dict[str, Any]:
     """The plan of a translated UTCP template: its commands as written, the text
     of each placeholder, and what the steps start from."""
-    plan, policy = prepared.plan, prepared.policy
+    checked = prepared.plan
+    assert checked is not None
     return {
         "kind": "plan",
-        "tool": plan.name,
-        "steps": [step.source for step in plan.steps],
-        "arguments": {k: _text(v) for k, v in prepared.arguments.items()},
-        "environment": {_text(k): _text(v) for k, v in prepared.env.items()},
-        "cwd": _text(prepared.cwd),
-        "limits": _limits(policy, policy.timeout, policy.max_output),
-        "sandbox": _sandbox(policy),
+        "tool": checked.plan.name,
+        "steps": [step.source for step in checked.plan.steps],
+        "arguments": {k: _text(v) for k, v in checked.arguments.items()},
+        "environment": {_text(k): _text(v) for k, v in checked.env.items()},
+        "cwd": _text(checked.cwd),
+        "limits": _limits(prepared.policy, prepared.timeout, prepared.max_output),
+        "sandbox": _sandbox(prepared.policy),
     }
-
-
-def plan_hash(plan: Mapping[str, Any]) -> str:
-    """The SHA-256, in hex, of the plan's RFC 8785 canonical JSON: the same plan
-    gives the same hash after any JSON round trip, in any language."""
-    import rfc8785
-
-    return hashlib.sha256(rfc8785.dumps(plan)).hexdigest()

@@ -19,10 +19,11 @@ import sniffio
 
 from ._supervise import Abort, Deliver, Events, Request, Wait
 
-__all__ = ["ChunkCallback", "drive", "drive_sync"]
+__all__ = ["ChunkCallback", "SyncChunkCallback", "drive", "drive_sync"]
 
 T = TypeVar("T")
 ChunkCallback = Callable[[str, bytes], Awaitable[None]]
+SyncChunkCallback = Callable[[str, bytes], None]
 
 
 def _poll(request: Request) -> Events:
@@ -31,14 +32,18 @@ def _poll(request: Request) -> Events:
     return request.poller.poll(-1 if request.timeout is None else max(0.0, request.timeout))
 
 
-def drive_sync(supervisor: Generator[Request, Events, T]) -> T:
-    """Run ``supervisor`` in this thread, blocking in its epoll. Streaming
-    requests are not expected."""
+def drive_sync(
+    supervisor: Generator[Request, Events, T], on_chunk: SyncChunkCallback | None = None
+) -> T:
+    """Run ``supervisor`` in this thread, blocking in its epoll; streamed output
+    goes to ``on_chunk`` in this thread."""
     try:
         request = next(supervisor)
         while True:
             try:
                 events = _poll(request)
+                if on_chunk is not None and isinstance(request, Deliver):
+                    on_chunk(request.name, request.data)
             except BaseException:  # KeyboardInterrupt, or a signal handler's exception
                 try:
                     request = supervisor.throw(Abort())

@@ -1,11 +1,16 @@
-"""The Executor: validates, renders and runs Command Handles and plans under a Policy.
+"""The Executor: runs prepared calls under a Policy.
+
+Every front end turns its document into one :class:`~command_handle.call.PreparedCall`;
+:meth:`Executor.run`, :meth:`Executor.run_sync` and :meth:`Executor.stream`
+run that one type, whatever produced it, so the slot, the re-check, the
+sandbox, the TMPDIR and the result are the same code for every tool.
+``call``, ``call_sync`` and ``stream(handle, args)`` are conveniences that
+render a Command Handle first.
 
 One Executor serves any mix of callers at once: trio tasks, asyncio tasks and
-plain threads. ``call`` awaits natively under trio and under asyncio (no
-guest run, no event loop underneath); ``call_sync`` blocks the calling
-thread with no event loop at all. The concurrency limit is shared by all of
-them. Only the waiting differs between these paths (see ``_drive``); the
-checks, the caps, the kill sequence and the result are the same code.
+plain threads. The async methods await natively under trio and under asyncio;
+the sync ones block the calling thread. The concurrency limit is shared by all
+of them. Only the waiting differs between these paths (see ``_drive``).
 """
 
 from __future__ import annotations
@@ -13,32 +18,31 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar, cast, overload
 
 import anyio
 
-from ..errors import AfterRunError, CommandHandleError, HandleError
-from ..handle import CommandHandle, Invocation
-from ..plan import Plan
-from ..policy import Policy, check_program
+from ..call import CommandResult, Invocation, PlanResult, PreparedCall
+from ..errors import AfterRunError, CommandHandleError, HandleError, PolicyError
+from ..handle import CommandHandle
+from ..policy import Policy
 from . import _bubblewrap as bubblewrap
-from ._call_plan import describe_invocation
-from ._drive import ChunkCallback
+from ._call_plan import describe
+from ._drive import ChunkCallback, SyncChunkCallback
 from ._landlock import SandboxProfile
-from ._plan_checks import PreparedPlan, prepare_plan
-from ._plan_result import PlanResult
 from ._process import run_invocation, run_invocation_sync
-from ._result import CommandResult
 from ._sandbox import call_tmpdir, profile_for, spawner_for
 from ._slots import Slots
-from ._spawn import Spawner
 
-__all__ = ["Event", "EventStream", "Executor", "HandleSource"]
+__all__ = ["Event", "EventStream", "Executor", "HandleSource", "OnStarted"]
 
 HandleSource = CommandHandle | dict[str, Any] | str | os.PathLike[str]
+# Called with each child's pid and program once it runs; it must not raise.
+OnStarted = Callable[[int, str], None]
+R = TypeVar("R", CommandResult, PlanResult)
 _CACHED_FILES = 256
 
 
@@ -49,7 +53,7 @@ class Event:
 
     kind: str
     data: bytes = b""
-    result: CommandResult | None = None
+    result: CommandResult | PlanResult | None = None
 
 
 class EventStream:
@@ -85,9 +89,9 @@ class EventStream:
 
 
 class Executor:
-    """Runs Command Handles and plans. One Executor serves many concurrent calls,
-    from trio, asyncio and threads alike; at most ``policy.max_concurrency``
-    children (or plans) run at once, and further calls wait their turn.
+    """Runs prepared calls. One Executor serves many concurrent calls, from trio,
+    asyncio and threads alike; at most ``policy.max_concurrency`` children (or
+    plans) run at once, and further calls wait their turn.
     """
 
     def __init__(self, policy: Policy | None = None) -> None:
@@ -106,7 +110,7 @@ class Executor:
         with self._lock:
             self._spawned += 1
 
-    def _prepare(self, handle: HandleSource) -> CommandHandle:
+    def _load(self, handle: HandleSource) -> CommandHandle:
         """A loaded handle. Files are cached by path, modification time and size;
         a dict is compiled on every call (load it once with
         :meth:`CommandHandle.load` to avoid that)."""
@@ -132,6 +136,11 @@ class Executor:
                 self._files.popitem(last=False)
         return loaded
 
+    def prepare(self, handle: HandleSource, args: object = None) -> PreparedCall[CommandResult]:
+        """Validate ``args`` and render ``handle`` under this executor's policy,
+        without running anything. Raises a :class:`~command_handle.errors.HandleError`."""
+        return self._load(handle).prepare(args, self.policy)
+
     @staticmethod
     def _shape(handle: CommandHandle, result: CommandResult) -> CommandResult:
         if not handle.has_result_template:
@@ -142,7 +151,7 @@ class Executor:
             raise AfterRunError(exc, result) from None
         return replace(result, view=view)
 
-    # -- handles -------------------------------------------------------------
+    # -- a Command Handle, rendered here --------------------------------------
 
     async def call(self, handle: HandleSource, args: object = None) -> CommandResult:
         """Validate ``args``, evaluate the handle, run the command, return the result.
@@ -152,9 +161,10 @@ class Executor:
         check fails; a non-zero exit, a signal or a timeout is a result.
         Cancelling the caller kills the child's process group before returning.
         """
-        handle = self._prepare(handle)
-        invocation = handle.render(args, self.policy)
-        return self._shape(handle, await self._run(invocation, None, None, rendered_now=True))
+        loaded = self._load(handle)
+        prepared = loaded.prepare(args, self.policy)
+        result = await self._run(prepared, None, None, fresh=True)
+        return self._shape(loaded, cast(CommandResult, result))
 
     async def call_asyncio(self, handle: HandleSource, args: object = None) -> CommandResult:
         """The same as :meth:`call`, which is native under asyncio; kept for callers
@@ -164,100 +174,182 @@ class Executor:
     def call_sync(self, handle: HandleSource, args: object = None) -> CommandResult:
         """Blocking form of :meth:`call`, for threads: no event loop is started.
         Ctrl-C (KeyboardInterrupt) kills the child's group, then propagates."""
-        handle = self._prepare(handle)
-        invocation = handle.render(args, self.policy)
-        return self._shape(handle, self._run_sync(invocation, None, rendered_now=True))
+        loaded = self._load(handle)
+        prepared = loaded.prepare(args, self.policy)
+        result = self._run_sync(prepared, None, None, fresh=True)
+        return self._shape(loaded, cast(CommandResult, result))
 
-    def _check_again(self, invocation: Invocation, rendered_now: bool, waited: bool) -> None:
-        """The program's checks, repeated once the slot is ours, just before the
-        launch: a link swapped while the call waited is caught here. Not repeated
-        when this call rendered the invocation and found a slot free, microseconds
-        after the same checks."""
-        if waited or not rendered_now:
-            check_program(invocation.argv[0], self.policy, "/command")
+    # -- the one run path --------------------------------------------------------
+
+    def _accept(self, prepared: PreparedCall[R] | Invocation) -> PreparedCall[Any]:
+        """``prepared`` as a call of this executor's policy; a bare Invocation
+        (rendered elsewhere, after an approval say) is taken as checked under it."""
+        if isinstance(prepared, Invocation):
+            return PreparedCall.command(prepared, self.policy)
+        if prepared.policy is not self.policy and prepared.policy != self.policy:
+            raise PolicyError(
+                f"the call to {prepared.tool!r} was prepared under a different Policy than "
+                "this executor's; prepare it with this executor's policy"
+            )
+        return prepared
+
+    @overload
+    async def run(
+        self,
+        prepared: Invocation,
+        on_chunk: ChunkCallback | None = None,
+        *,
+        on_started: OnStarted | None = None,
+    ) -> CommandResult: ...
+
+    @overload
+    async def run(
+        self,
+        prepared: PreparedCall[R],
+        on_chunk: ChunkCallback | None = None,
+        *,
+        on_started: OnStarted | None = None,
+    ) -> R: ...
 
     async def run(
         self,
-        invocation: Invocation,
+        prepared: PreparedCall[Any] | Invocation,
         on_chunk: ChunkCallback | None = None,
         *,
-        on_started: Callable[[int], None] | None = None,
-    ) -> CommandResult:
-        """Run an already validated :class:`~command_handle.handle.Invocation`.
+        on_started: OnStarted | None = None,
+    ) -> CommandResult | PlanResult:
+        """Run a prepared call (trio or asyncio) and return its result: a
+        :class:`CommandResult` for a command, a :class:`PlanResult` for a plan.
 
-        ``on_started`` is called with the child's pid once it runs (it must not
-        raise)."""
-        return await self._run(invocation, on_chunk, on_started, rendered_now=False)
+        The program and the handle's ``paths`` are checked again once the call
+        holds its slot. ``on_chunk(stream, data)`` is awaited with the output as
+        it arrives; ``on_started(pid, program)`` is called once each child runs.
+        A refusal at launch raises a :class:`~command_handle.errors.HandleError`;
+        one after a plan's earlier steps ran raises
+        :class:`~command_handle.errors.AfterRunError` carrying them.
+        """
+        return await self._run(self._accept(prepared), on_chunk, on_started, fresh=False)
 
     async def _run(
         self,
-        invocation: Invocation,
+        prepared: PreparedCall[Any],
         on_chunk: ChunkCallback | None,
-        on_started: Callable[[int], None] | None,
+        on_started: OnStarted | None,
         *,
-        rendered_now: bool,
-    ) -> CommandResult:
+        fresh: bool,
+    ) -> CommandResult | PlanResult:
         profile = profile_for(self.policy)  # a sandbox this kernel lacks: refused here
         waited = await self._slots.acquire()
         try:
-            self._check_again(invocation, rendered_now, waited)
-            if profile is None:
-                return await run_invocation(
-                    invocation, on_chunk, self._count_spawn, None, on_started
-                )
+            # Repeated once the slot is ours: a link swapped while the call waited
+            # is caught here. Not when this call prepared it and found a slot free,
+            # microseconds after the same checks.
+            if waited or not fresh:
+                prepared.recheck()
             with call_tmpdir(profile) as tmpdir:
-                return await run_invocation(
-                    _with_tmpdir(invocation, tmpdir, profile),
+                spawner = spawner_for(profile) if profile is not None else None
+                if prepared.kind == "plan":
+                    return await _run_plan()(
+                        prepared,
+                        _plan_with_tmpdir(prepared, tmpdir),
+                        self._count_spawn,
+                        spawner,
+                        profile,
+                        on_started,
+                        on_chunk,
+                    )
+                assert prepared.invocation is not None
+                result = await run_invocation(
+                    _with_tmpdir(prepared.invocation, tmpdir, profile),
                     on_chunk,
                     self._count_spawn,
-                    spawner_for(profile),
-                    on_started,
+                    spawner,
+                    _with_program(on_started, prepared.program),
                 )
         finally:
             self._slots.release()
+        return PlanResult.one_step(result) if prepared.kind == "one-step" else result
+
+    @overload
+    def run_sync(
+        self,
+        prepared: Invocation,
+        on_chunk: SyncChunkCallback | None = None,
+        *,
+        on_started: OnStarted | None = None,
+    ) -> CommandResult: ...
+
+    @overload
+    def run_sync(
+        self,
+        prepared: PreparedCall[R],
+        on_chunk: SyncChunkCallback | None = None,
+        *,
+        on_started: OnStarted | None = None,
+    ) -> R: ...
 
     def run_sync(
-        self, invocation: Invocation, *, on_started: Callable[[int], None] | None = None
-    ) -> CommandResult:
-        """Blocking form of :meth:`run`."""
-        return self._run_sync(invocation, on_started, rendered_now=False)
+        self,
+        prepared: PreparedCall[Any] | Invocation,
+        on_chunk: SyncChunkCallback | None = None,
+        *,
+        on_started: OnStarted | None = None,
+    ) -> CommandResult | PlanResult:
+        """Blocking form of :meth:`run`, for threads; ``on_chunk(stream, data)`` is
+        called in this thread as output arrives. A command runs with no event
+        loop; a plan's pipelines run concurrently, on a private event loop in
+        this thread for the call's duration. Ctrl-C kills what runs, then propagates."""
+        return self._run_sync(self._accept(prepared), on_chunk, on_started, fresh=False)
 
     def _run_sync(
         self,
-        invocation: Invocation,
-        on_started: Callable[[int], None] | None,
+        prepared: PreparedCall[Any],
+        on_chunk: SyncChunkCallback | None,
+        on_started: OnStarted | None,
         *,
-        rendered_now: bool,
-    ) -> CommandResult:
+        fresh: bool,
+    ) -> CommandResult | PlanResult:
+        if prepared.kind == "plan":
+            return _run_plan_sync(self, prepared, on_chunk, on_started)
         profile = profile_for(self.policy)
         waited = self._slots.acquire_sync()
         try:
-            self._check_again(invocation, rendered_now, waited)
-            if profile is None:
-                return run_invocation_sync(invocation, self._count_spawn, None, on_started)
+            if waited or not fresh:
+                prepared.recheck()
             with call_tmpdir(profile) as tmpdir:
-                return run_invocation_sync(
-                    _with_tmpdir(invocation, tmpdir, profile),
+                assert prepared.invocation is not None
+                result = run_invocation_sync(
+                    _with_tmpdir(prepared.invocation, tmpdir, profile),
                     self._count_spawn,
-                    spawner_for(profile),
-                    on_started,
+                    spawner_for(profile) if profile is not None else None,
+                    _with_program(on_started, prepared.program),
+                    on_chunk,
                 )
         finally:
             self._slots.release()
+        return PlanResult.one_step(result) if prepared.kind == "one-step" else result
 
     @asynccontextmanager
-    async def stream(self, handle: HandleSource, args: object = None) -> AsyncIterator[EventStream]:
-        """Run the call in the background and receive its output as events::
+    async def stream(
+        self, handle: HandleSource | PreparedCall[Any], args: object = None
+    ) -> AsyncIterator[EventStream]:
+        """Run a call in the background and receive its output as events::
 
             async with executor.stream(handle, args) as events:
                 async for event in events:
                     ...  # Event("stdout", b"..."), ..., Event("exit", result=...)
 
-        Works under trio and asyncio. Validation errors are raised on entry,
-        before anything runs. Leaving the block early kills the child's group.
+        ``handle`` is a Command Handle (rendered here with ``args``) or a
+        prepared call. Works under trio and asyncio. Validation errors are
+        raised on entry, before anything runs. Leaving the block early kills
+        the child's group.
         """
-        handle = self._prepare(handle)
-        invocation = handle.render(args, self.policy)
+        loaded: CommandHandle | None = None
+        if isinstance(handle, PreparedCall):
+            prepared, fresh = self._accept(handle), False
+        else:
+            loaded = self._load(handle)
+            prepared, fresh = loaded.prepare(args, self.policy), True
         send, receive = anyio.create_memory_object_stream[Event](16)
         events = EventStream(receive)
 
@@ -268,8 +360,10 @@ class Executor:
                     await send.send(Event(kind, chunk))
 
                 try:
-                    run = self._run(invocation, forward, None, rendered_now=True)
-                    result = self._shape(handle, await run)
+                    result = await self._run(prepared, forward, None, fresh=fresh)
+                    if loaded is not None:
+                        assert isinstance(result, CommandResult)
+                        result = self._shape(loaded, result)
                 except CommandHandleError as exc:
                     events._failure = exc
                     return
@@ -286,91 +380,13 @@ class Executor:
         except BaseExceptionGroup as grouped:
             raise _sole(grouped) from None
 
-    # -- plans ---------------------------------------------------------------
-
-    async def run_plan(
-        self,
-        plan: Plan,
-        arguments: Mapping[str, str],
-        variables: Mapping[str, str] | None = None,
-        *,
-        on_started: Callable[[int, str], None] | None = None,
-    ) -> PlanResult:
-        """Run a translated plan (``mode="utcp"``) with its placeholders' text values.
-
-        Everything that can be checked is checked first, over the whole plan,
-        and a failure raises a :class:`~command_handle.errors.HandleError`
-        before anything runs: missing or oversized arguments, the environment
-        (with ``variables`` substituted into the plan's values), the working
-        directory, every literal program (not found, set-user-ID, not on the
-        allowlist). What can only be known at run time (a program computed
-        from a variable) and is refused then raises
-        :class:`~command_handle.errors.AfterRunError` carrying the steps that
-        ran. The whole plan holds one concurrency slot and shares ``policy.timeout``.
-        ``on_started`` gets each child's pid and program once it runs.
-        """
-        prepared = prepare_plan(plan, arguments, variables or {}, self.policy)
-        return await self.run_prepared_plan(prepared, on_started=on_started)
-
-    async def run_prepared_plan(
-        self,
-        prepared: PreparedPlan,
-        *,
-        on_started: Callable[[int, str], None] | None = None,
-        on_chunk: ChunkCallback | None = None,
-    ) -> PlanResult:
-        """Run a plan that :func:`prepare_plan` checked (under this executor's policy).
-        ``on_chunk`` receives what the steps' programs write as it arrives."""
-        profile = profile_for(self.policy)
-        await self._slots.acquire()
-        try:
-            with call_tmpdir(profile) as tmpdir:
-                return await _run_plan()(
-                    *self._plan_run(prepared, tmpdir, profile),
-                    on_started=on_started,
-                    on_chunk=on_chunk,
-                )
-        finally:
-            self._slots.release()
-
-    def _plan_run(
-        self, prepared: PreparedPlan, tmpdir: str | None, profile: SandboxProfile | None
-    ) -> tuple[PreparedPlan, Callable[[], None], Spawner | None, SandboxProfile | None]:
-        """The arguments of the interpreter's ``run_plan`` for one call."""
-        spawner = spawner_for(profile) if profile else None
-        return _plan_with_tmpdir(prepared, tmpdir), self._count_spawn, spawner, profile
-
-    def run_plan_sync(
-        self,
-        plan: Plan,
-        arguments: Mapping[str, str],
-        variables: Mapping[str, str] | None = None,
-    ) -> PlanResult:
-        """Blocking form of :meth:`run_plan`. A plan's pipelines run concurrently,
-        so this runs an asyncio loop for the call's duration."""
-        prepared = prepare_plan(plan, arguments, variables or {}, self.policy)
-        return self.run_prepared_plan_sync(prepared)
-
-    def run_prepared_plan_sync(
-        self, prepared: PreparedPlan, *, on_started: Callable[[int, str], None] | None = None
-    ) -> PlanResult:
-        """Blocking form of :meth:`run_prepared_plan`."""
-        profile = profile_for(self.policy)
-        self._slots.acquire_sync()
-        try:
-            with call_tmpdir(profile) as tmpdir:
-                run = _run_plan()
-                args = self._plan_run(prepared, tmpdir, profile)
-                return anyio.run(lambda: run(*args, on_started=on_started))
-        finally:
-            self._slots.release()
-
     # -- approval --------------------------------------------------------------
 
-    def describe(self, invocation: Invocation) -> dict[str, Any]:
-        """What ``invocation`` will do under this executor's policy, as JSON: the
-        plan an approver sees. :func:`plan_hash` of it is stable across renderings."""
-        return describe_invocation(invocation, self.policy)
+    def describe(self, prepared: PreparedCall[Any] | Invocation) -> dict[str, Any]:
+        """What the call will do under this executor's policy, as JSON: the plan
+        an approver sees. :func:`~command_handle.call.plan_hash` of it is stable
+        across renderings."""
+        return describe(self._accept(prepared))
 
 
 PlanRunner = Callable[..., Awaitable[PlanResult]]
@@ -381,6 +397,34 @@ def _run_plan() -> PlanRunner:
     from ._interpreter import run_plan
 
     return run_plan
+
+
+def _run_plan_sync(
+    executor: Executor,
+    prepared: PreparedCall[Any],
+    on_chunk: SyncChunkCallback | None,
+    on_started: OnStarted | None,
+) -> PlanResult:
+    """A plan for a sync caller: its pipelines need a scheduler, so it runs on a
+    private event loop in the calling thread (docs/decisions.md)."""
+    forward: ChunkCallback | None = None
+    if on_chunk is not None:
+        chunk_callback = on_chunk
+
+        async def forward(stream: str, data: bytes) -> None:
+            chunk_callback(stream, data)
+
+    async def run() -> PlanResult:
+        result = await executor._run(prepared, forward, on_started, fresh=False)
+        return cast(PlanResult, result)
+
+    return anyio.run(run)
+
+
+def _with_program(on_started: OnStarted | None, program: str) -> Callable[[int], None] | None:
+    if on_started is None:
+        return None
+    return lambda pid: on_started(pid, program)
 
 
 def _with_tmpdir(
@@ -396,10 +440,12 @@ def _with_tmpdir(
     return invocation
 
 
-def _plan_with_tmpdir(prepared: PreparedPlan, tmpdir: str | None) -> PreparedPlan:
+def _plan_with_tmpdir(prepared: PreparedCall[Any], tmpdir: str | None) -> dict[str, str]:
+    """The plan's starting environment, with the call's TMPDIR when confined."""
+    assert prepared.plan is not None
     if tmpdir is None:
-        return prepared
-    return replace(prepared, env={**prepared.env, "TMPDIR": tmpdir})
+        return prepared.plan.env
+    return {**prepared.plan.env, "TMPDIR": tmpdir}
 
 
 def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -26,6 +26,7 @@ from functools import partial
 import anyio
 import anyio.lowlevel
 
+from ..call import PlanResult, PreparedCall, StepResult
 from ..errors import (
     AfterRunError,
     CommandError,
@@ -49,15 +50,20 @@ from ..plan import (
     sequence_uses_data,
     word_text,
 )
-from ..policy import Policy, check_program, check_variable_name
+from ..policy import (
+    BASH_DEFAULT_PATH,
+    Policy,
+    check_program,
+    check_variable_name,
+    find_program,
+    first_option_word,
+)
 from . import _bubblewrap as bubblewrap
 from ._capture import Capture
 from ._cgroup import CallCgroup
 from ._drive import ChunkCallback, drive
 from ._expand import Segment, fields, fields_with_origin, join
 from ._landlock import SandboxProfile
-from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
-from ._plan_result import PlanResult, StepResult
 from ._process import RESOURCE_ERRNOS, resource_error
 from ._shell import BuiltinIO, ShellExit, ShellState
 from ._spawn import Spawner, launch, launch_async
@@ -134,6 +140,7 @@ class _PlanRun:
         plan: Plan,
         arguments: Mapping[str, str],
         policy: Policy,
+        timeout: float,
         on_spawn: Callable[[], None],
         confined: Spawner | None = None,
         on_started: Callable[[int, str], None] | None = None,
@@ -144,6 +151,7 @@ class _PlanRun:
         self.confined = confined
         self.bubblewrap: tuple[SandboxProfile, str] | None = None
         self.plan = plan
+        self.timeout = timeout
         self.arguments = arguments
         self.policy = policy
         self.on_spawn = on_spawn
@@ -159,8 +167,7 @@ class _PlanRun:
         timed_out = False
         current: tuple[Step, _Sink] | None = None
         try:
-            timeout = min(self.policy.timeout, self.plan.timeout or self.policy.timeout)
-            with anyio.move_on_after(timeout) as deadline:
+            with anyio.move_on_after(self.timeout) as deadline:
                 for step in self.plan.steps:
                     self.step = step.index
                     sink = self.step_sink = _Sink(self.policy.max_output)
@@ -429,13 +436,9 @@ class _PlanRun:
             )
         if self.policy.allow_utcp_options:
             return
-        after_end = False
-        for word, lead in zip(words[1:], led_by_data[1:], strict=True):
-            if not lead:
-                after_end = after_end or word == "--"
-                continue
-            if not after_end and word != "-" and word.startswith(("-", "+", "@")):
-                raise OptionArgumentError(None, "", word[0])
+        found = first_option_word(zip(words[1:], led_by_data[1:], strict=True))
+        if found is not None:
+            raise OptionArgumentError(None, "", found[1])
 
     @staticmethod
     def track_directory(
@@ -454,7 +457,7 @@ class _PlanRun:
         search = self.policy.search_path
         if search is None:
             search = tuple(state.variables.get("PATH", os.defpath).split(os.pathsep))
-        path = program_path(name, state.cwd, search)
+        path = find_program(name, state.cwd, search)
         if path is None:
             return None, 127, "No such file or directory" if "/" in name else "command not found"
         if os.path.isdir(path):
@@ -628,18 +631,22 @@ class _PlanRun:
 
 
 async def run_plan(
-    prepared: PreparedPlan,
+    prepared: PreparedCall[PlanResult],
+    env: dict[str, str],
     on_spawn: Callable[[], None],
     confined: Spawner | None = None,
     profile: SandboxProfile | None = None,
     on_started: Callable[[int, str], None] | None = None,
     on_chunk: ChunkCallback | None = None,
 ) -> PlanResult:
-    """Run a checked utcp-mode plan (see :func:`prepare_plan`); ``confined`` is the
-    sandbox profile's spawner, if any; ``on_started`` gets each child's pid and
-    program once it runs; ``on_chunk`` gets what the programs write to the
-    steps' output as it arrives, builtins' included."""
-    env, cwd = prepared.env, prepared.cwd
+    """Run a prepared plan from ``env`` (its starting environment, with the
+    call's TMPDIR when confined); ``confined`` is the sandbox profile's
+    spawner, if any; ``on_started`` gets each child's pid and program once it
+    runs; ``on_chunk`` gets what the programs write to the steps' output as it
+    arrives, builtins' included."""
+    checked = prepared.plan
+    assert checked is not None
+    cwd = checked.cwd
     state = ShellState(cwd, dict(env), set(env))
     state.set("PWD", cwd, export=True)
     if "PATH" not in env:
@@ -648,7 +655,13 @@ async def run_plan(
         state.set("PATH", BASH_DEFAULT_PATH)
     try:
         run = _PlanRun(
-            prepared.plan, prepared.arguments, prepared.policy, on_spawn, confined, on_started
+            checked.plan,
+            checked.arguments,
+            prepared.policy,
+            prepared.timeout,
+            on_spawn,
+            confined,
+            on_started,
         )
         run.on_chunk = on_chunk
         if profile is not None and profile.backend == "bubblewrap":

@@ -23,12 +23,11 @@ from collections.abc import Callable, Generator
 
 import sniffio
 
+from ..call import CommandResult, Invocation
 from ..errors import LaunchError
-from ..handle import Invocation
 from ._capture import Capture
 from ._cgroup import CallCgroup
-from ._drive import ChunkCallback, drive, drive_sync
-from ._result import CommandResult
+from ._drive import ChunkCallback, SyncChunkCallback, drive, drive_sync
 from ._spawn import Child, Spawner, launch, launch_async, launch_sync
 from ._supervise import Events, Outcome, Output, Request, supervise
 
@@ -257,8 +256,10 @@ def run_invocation_sync(
     on_spawn: Callable[[], None] | None = None,
     confined: Spawner | None = None,
     on_started: Callable[[int], None] | None = None,
+    on_chunk: SyncChunkCallback | None = None,
 ) -> CommandResult:
-    """Run ``invocation`` in the calling thread, with no event loop."""
+    """Run ``invocation`` in the calling thread, with no event loop; ``on_chunk``
+    is called in this thread with the output as it arrives."""
     run = _HandleRun(invocation)
     run.open_pipes()
     if on_spawn is not None:
@@ -270,7 +271,7 @@ def run_invocation_sync(
     except BaseException:
         run.close_all()
         raise
-    supervisor = run.supervise(child, False)
+    supervisor = run.supervise(child, on_chunk is not None)
     if on_started is not None:
         on_started(child.pid)
-    return run.result(drive_sync(supervisor))
+    return run.result(drive_sync(supervisor, on_chunk))

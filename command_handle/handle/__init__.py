@@ -1,6 +1,6 @@
 """Command Handles: the model, loading, and rendering to an Invocation (no spawning here)."""
 
-from ._invocation import Invocation, StreamMode
+from ..call import Invocation, StreamMode
 from ._model import CommandHandle, IoSpec, check_arguments
 
 __all__ = ["CommandHandle", "Invocation", "IoSpec", "StreamMode", "check_arguments"]

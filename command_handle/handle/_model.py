@@ -24,6 +24,7 @@ from .. import _json, _jsonschema, form
 from .._documents import read_document
 from .._secrets import MIN_REDACTED, secret_values
 from ..args import OptionLikeError
+from ..call import CommandResult, Invocation, PreparedCall, StreamMode
 from ..errors import (
     ArgumentsError,
     ArgvTextError,
@@ -37,13 +38,13 @@ from ..form.extend import json_pointer
 from ..policy import (
     Policy,
     argv_problem,
+    check_directory_within,
+    check_paths,
     resolve_command,
     resolve_directory,
     resolve_environment,
 )
-from ._invocation import Invocation, StreamMode
 from ._options import allowed_values, check_option_like, refusal_from_encoding
-from ._paths import check_directory_within, check_paths
 from .directives._registry import registry_for
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
@@ -268,6 +269,21 @@ class CommandHandle(BaseModel):
     def validate_arguments(self, args: object) -> None:
         """Step 1: the arguments against ``parameters``; every violation is reported."""
         check_arguments(self._compiled.validator, args)
+
+    def prepare(
+        self,
+        args: object = None,
+        policy: Policy | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        credential: Mapping[str, Any] | None = None,
+    ) -> PreparedCall[CommandResult]:
+        """:meth:`render` as the prepared call every executor method runs: the
+        invocation, the Policy it was checked under, and the ``paths`` rules
+        the executor checks again right before the launch."""
+        policy = policy or Policy()
+        invocation = self.render(args, policy, context=context, credential=credential)
+        return PreparedCall.command(invocation, policy, path_rules=self.paths, arguments=args)
 
     @staticmethod
     def _evaluate(

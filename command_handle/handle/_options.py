@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from ..args import OptionLikeError, option_like
+from ..args import OptionLikeError
 from ..errors import OptionArgumentError
 from ..form.extend import is_data
+from ..policy import first_option_word
 
 __all__ = ["allowed_values", "check_option_like", "option_refusal"]
 
@@ -54,19 +55,14 @@ def option_refusal(token: str, args: object, prefix: str) -> OptionArgumentError
 
 
 def check_option_like(argv: Sequence[str], allowed: frozenset[str], args: object) -> None:
-    """Refuse a token from the arguments that would be read as an option."""
-    after_end = False
-    for token in argv:
-        if not is_data(token):
-            after_end = after_end or token == "--"
-            continue
-        if (
-            not after_end
-            and token != "-"
-            and not any(token.startswith(v) for v in allowed if v)
-            and option_like(token, flag_value=False)
-        ):
-            raise option_refusal(token, args, token[0])
+    """Refuse a token from the arguments that would be read as an option (the
+    policy's one flag guard; values of ``options_allowed`` parameters pass)."""
+    found = first_option_word(
+        (token, is_data(token) and not any(token.startswith(v) for v in allowed if v))
+        for token in argv
+    )
+    if found is not None:
+        raise option_refusal(argv[found[0]], args, found[1])
 
 
 def refusal_from_encoding(error: OptionLikeError, args: object) -> OptionArgumentError:

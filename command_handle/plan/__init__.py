@@ -7,6 +7,7 @@ executor runs them. Nothing here spawns a process or touches the filesystem.
 """
 
 from ._model import (
+    BUILTIN_NAMES,
     Arg,
     Assignment,
     Command,
@@ -16,6 +17,7 @@ from ._model import (
     Plan,
     PlanEnvironment,
     Redirect,
+    RedirectOp,
     Sequence,
     Step,
     Subst,
@@ -30,6 +32,7 @@ from ._taint import STEP_OUTPUT, data_variables, sequence_uses_data, word_uses_d
 from ._walk import iter_commands, substitute_variables, word_arguments
 
 __all__ = [
+    "BUILTIN_NAMES",
     "Arg",
     "Assignment",
     "Command",
@@ -39,6 +42,7 @@ __all__ = [
     "Plan",
     "PlanEnvironment",
     "Redirect",
+    "RedirectOp",
     "Sequence",
     "Step",
     "Subst",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 __all__ = [
+    "BUILTIN_NAMES",
     "Arg",
     "Assignment",
     "Command",
@@ -16,6 +17,7 @@ __all__ = [
     "Plan",
     "PlanEnvironment",
     "Redirect",
+    "RedirectOp",
     "Sequence",
     "Step",
     "Subst",
@@ -26,6 +28,10 @@ __all__ = [
     "word_is_static",
     "word_text",
 ]
+
+# The commands a plan runs in-process, with bash's semantics (the executor's
+# builtins table holds exactly these); every other command is a program.
+BUILTIN_NAMES = frozenset({"cd", "echo", "exit", "export", "false", "pwd", "true", ":"})
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
-"""The application's policy, and the one module that enforces it.
+"""The application's policy, and every check of a call against it.
 
-:class:`Policy` is what the application allows. The enforcement functions
-(directory, program, environment, argv size) are the single place where
-handles, plans and legacy UTCP providers are checked against it; they raise
-refusals that say what is wrong and where, and never spawn.
+:class:`Policy` is what the application allows. The functions here are the
+single place where handles, plans and 0.x UTCP providers are checked against
+it: the directory, program lookup with the allowlist and set-user-ID rule
+(``_enforce``), environment names, the argv size, the flag guard
+(``_options``), path parameters (``_paths``) and a plan's checks before its
+first step (``_plan``). They raise refusals that say what is wrong and where,
+and never spawn.
 """
 
 from ._enforce import (
@@ -16,19 +19,31 @@ from ._enforce import (
     resolve_directory,
     resolve_environment,
 )
+from ._options import first_option_word, option_prefix
+from ._paths import check_directory_within, check_paths, root_of
+from ._plan import BASH_DEFAULT_PATH, check_plan, find_program, plan_environment
 from ._policy import DANGEROUS_ENVIRONMENT, OPTION_ENVIRONMENT, Policy, is_dangerous_name
 
 __all__ = [
+    "BASH_DEFAULT_PATH",
     "DANGEROUS_ENVIRONMENT",
     "OPTION_ENVIRONMENT",
     "Policy",
     "argv_problem",
+    "check_directory_within",
+    "check_paths",
+    "check_plan",
     "check_program",
     "check_variable_name",
     "check_variable_value",
+    "find_program",
+    "first_option_word",
     "inherited_environment",
     "is_dangerous_name",
+    "option_prefix",
+    "plan_environment",
     "resolve_command",
     "resolve_directory",
     "resolve_environment",
+    "root_of",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..args import ArgsError
+from ..call import CommandResult, PlanResult
 from ..errors import (
     ArgumentsError,
     ArgvTextError,
@@ -22,7 +23,7 @@ from ..errors import (
     Violation,
 )
 
-__all__ = ["drop_nulls", "model_message", "parameter_name"]
+__all__ = ["after_run_message", "drop_nulls", "model_message", "parameter_name"]
 
 
 def _accepts_null(schema: object) -> bool:
@@ -142,3 +143,15 @@ def model_message(tool: str, error: HandleError) -> str:
         f"The tool `{tool}` could not be run: the application refused or could not prepare "
         "the call (its log says why). Nothing ran; changing the arguments will not help."
     )
+
+
+def after_run_message(tool: str, error: HandleError, ran: PlanResult | CommandResult | None) -> str:
+    """What the model is told when a later command of a plan was refused at run
+    time (a value from a step's output began like an option, say): the steps
+    before it ran, and their output is shown."""
+    text = (
+        f"The call to `{tool}` was stopped before one of its commands: {error.message}. "
+        "The commands before it ran."
+    )
+    output = ran.output if isinstance(ran, PlanResult) else ""
+    return f"{output}\n\n{text}" if output else text

@@ -10,14 +10,17 @@ Toolbox's ``events`` callback, if any:
 or cancellation) and ``exited`` (code, duration, bytes, truncation). Every
 event of one call has its ``call_id``. Credential values are redacted from
 every field before anything is emitted. A callback that raises is logged and
-otherwise ignored: an audit sink must not leave a child unsupervised.
+otherwise ignored: an audit sink must not leave a child unsupervised. An
+async callback's coroutine is awaited by the call that emitted the event
+(:meth:`Emitter.settle`), before the call returns.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +58,7 @@ EventSink = Callable[[AuditEvent], object]
 class Emitter:
     """Sends one call's events to the log and the callback."""
 
-    __slots__ = ("call_id", "secrets", "sink", "tool")
+    __slots__ = ("call_id", "pending", "secrets", "sink", "tool")
 
     def __init__(
         self, sink: EventSink | None, tool: str, call_id: str, secrets: tuple[str, ...] = ()
@@ -64,6 +67,7 @@ class Emitter:
         self.tool = tool
         self.call_id = call_id
         self.secrets = secrets
+        self.pending: list[Awaitable[object]] = []  # an async sink's, not yet awaited
 
     def __call__(self, kind: str, /, **details: Any) -> None:
         clean = redact_value(details, self.secrets) if self.secrets else details
@@ -78,6 +82,34 @@ class Emitter:
             )
         if self.sink is not None:
             try:
-                self.sink(event)
+                outcome = self.sink(event)
             except Exception:
                 log.exception("the events callback raised; the event was %s", kind)
+            else:
+                if inspect.isawaitable(outcome):
+                    self.pending.append(outcome)
+
+    async def settle(self) -> None:
+        """Await what an async sink returned, in order; a failure is logged."""
+        while self.pending:
+            try:
+                await self.pending.pop(0)
+            except Exception:
+                log.exception("the events callback raised")
+
+    def settle_sync(self) -> None:
+        """The same for a caller with no event loop: a short event loop of its own
+        (in a helper thread when this thread already runs one)."""
+        if not self.pending:
+            return
+        import asyncio
+        import threading
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self.settle())
+            return
+        worker = threading.Thread(target=lambda: asyncio.run(self.settle()))
+        worker.start()
+        worker.join()

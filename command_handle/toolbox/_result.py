@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _json
-from .._secrets import redact, redact_value
+from .._secrets import redact, redact_cut, redact_value
 from ..executor import CommandResult, PlanResult
 
 __all__ = ["ToolResult", "command_content", "plan_content"]
@@ -59,12 +59,22 @@ def _clip(head: str, tail: str | None, total: int, budget: int) -> str:
     return f"{shown_head}\n[... {max(omitted, 0)} bytes omitted ...]\n{shown_tail}"
 
 
-def _stream(text: str | bytes | None, tail: str | bytes | None, total: int, budget: int) -> str:
+def _stream(
+    text: str | bytes | None,
+    tail: str | bytes | None,
+    total: int,
+    budget: int,
+    secrets: tuple[str, ...],
+) -> str:
+    """One stream's text, redacted before it is cut to ``budget``."""
     if text is None:
         return ""
     if isinstance(text, bytes):
         return f"[{total} bytes of binary output]" if total else ""
-    return _clip(text, tail if isinstance(tail, str) else None, total, budget)
+    if isinstance(tail, str):  # the executor cut the output: redact each piece's edges
+        text = redact_cut(text, secrets, cut_after=True)
+        return _clip(text, redact_cut(tail, secrets, cut_before=True), total, budget)
+    return _clip(redact(text, secrets), None, total, budget)
 
 
 def _status(result: CommandResult, timeout: float) -> str:
@@ -84,10 +94,10 @@ def command_content(
 ) -> str:
     """The default text for the model (see the module docstring)."""
     parts: list[str] = []
-    out = _stream(result.stdout, result.stdout_tail, result.stdout_bytes, budget)
+    out = _stream(result.stdout, result.stdout_tail, result.stdout_bytes, budget, secrets)
     if out:
         parts.append(out.rstrip("\n"))
-    err = _stream(result.stderr, result.stderr_tail, result.stderr_bytes, budget)
+    err = _stream(result.stderr, result.stderr_tail, result.stderr_bytes, budget, secrets)
     if err.strip() or (not result.ok and err):
         parts.append("stderr:\n" + err.rstrip("\n"))
     status = _status(result, timeout)
@@ -104,6 +114,8 @@ def plan_content(
     """The text for a UTCP tool: its output (as utcp-cli returns it) and, when it
     failed, how."""
     text = value if isinstance(value, str) else _json.stringify(value)
+    cut = any(step.truncated for step in result.steps)
+    text = redact_cut(text, secrets, cut_after=cut)
     parts = [text] if text else []
     if result.timed_out:
         parts.append(f"The command timed out after {timeout:g} s and was stopped.")

@@ -38,6 +38,13 @@ class Tool:
         return "command" if self.handle is not None else "utcp"
 
     @property
+    def checks_own_arguments(self) -> bool:
+        """Whether preparing a call validates the arguments against the advertised
+        ``parameters`` (a handle's, a UTCP tool's ``inputs``); a bare template's
+        derived schema is checked by the Toolbox."""
+        return self.handle is not None or isinstance(self.utcp, UtcpTool)
+
+    @property
     def uses_credentials(self) -> bool:
         """Whether calls need a Credential Object from the application's resolver."""
         return self.handle is not None and self.handle.uses_credentials

@@ -31,13 +31,13 @@ from typing import Any
 import anyio
 
 from .. import _json, _jsonschema, utcp
-from .._secrets import redact, secret_values
-from ..errors import AfterRunError, HandleError
+from .._secrets import redact, redact_cut, secret_values
+from ..errors import AfterRunError, CommandHandleError, HandleError
 from ..executor import CommandResult, Executor, PlanResult, plan_hash
-from ..handle import CommandHandle
+from ..handle import CommandHandle, check_arguments
 from ..policy import Policy
-from ._arguments import drop_nulls, model_message
-from ._calls import CommandCall, PlanCall, PreparedToolCall
+from ._arguments import after_run_message, drop_nulls, model_message
+from ._calls import PreparedToolCall
 from ._events import Emitter, EventSink
 from ._formats import describe_tool
 from ._load import load_tools
@@ -91,16 +91,20 @@ OutputLine = Callable[[str, str], Awaitable[None]]
 
 class _Lines:
     """Output chunks to complete lines, with credential values redacted, for an
-    ``on_output`` callback. A partial line waits for its end (at most
-    :data:`MAX_LINE` characters are kept), so a secret split across chunks is
-    still redacted."""
+    ``on_output`` callback. A partial line waits for its end, so a secret split
+    across chunks is still redacted. A line is redacted whole before it is cut
+    to its last :data:`MAX_LINE` characters; a partial line longer than that
+    keeps only its end (and as much again, so that a secret across the drop is
+    seen whole), and its start is checked for the end of a secret."""
 
     MAX_LINE = 4096
 
     def __init__(self, callback: OutputLine, secrets: tuple[str, ...]) -> None:
         self.callback = callback
         self.secrets = secrets
+        self.keep = self.MAX_LINE + max((len(secret) for secret in secrets), default=0)
         self.pending: dict[str, str] = {}
+        self.dropped: set[str] = set()  # streams whose pending line lost its start
         self.decoders: dict[str, Any] = {}
 
     async def __call__(self, stream: str, chunk: bytes) -> None:
@@ -109,9 +113,24 @@ class _Lines:
             decoder = self.decoders[stream] = codecs.getincrementaldecoder("utf-8")("replace")
         text = self.pending.get(stream, "") + decoder.decode(chunk)
         *lines, rest = text.split("\n")
-        self.pending[stream] = rest[-self.MAX_LINE :]
+        cut = stream in self.dropped
         for line in lines:
-            await self.callback(stream, redact(line[-self.MAX_LINE :], self.secrets))
+            await self.callback(stream, self._shown(line, cut))
+            cut = False
+        if len(rest) > self.keep:
+            rest, cut = rest[-self.keep :], True
+        self.pending[stream] = rest
+        if cut:
+            self.dropped.add(stream)
+        else:
+            self.dropped.discard(stream)
+
+    def _shown(self, line: str, cut: bool) -> str:
+        """The line redacted, then cut to its last MAX_LINE characters."""
+        line = redact_cut(line, self.secrets, cut_before=cut)
+        if len(line) <= self.MAX_LINE:
+            return line
+        return redact_cut(line[-self.MAX_LINE :], self.secrets, cut_before=True)
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,49 @@ class ToolPreview:
 
 
 _Flow = Generator["_Ask | _Run", Any, "ToolResult | ToolPreview"]
+
+
+class _Refusal(Exception):
+    """Inside the flow: the call ends here with ``text`` for the model, and the
+    audit event ``event`` with ``details``. Nothing ran."""
+
+    def __init__(self, text: str, *, event: str = "refused", **details: Any) -> None:
+        super().__init__(text)
+        self.text = text
+        self.event = event
+        self.details = details
+
+
+class _CallState:
+    """One call's identity and what it learned on the way: the credential's
+    secrets (redacted from everything shown) and the plan's hash."""
+
+    __slots__ = ("call_id", "digest", "emit", "secrets", "tool")
+
+    def __init__(self, tool: str, call_id: str, emit: Emitter) -> None:
+        self.tool = tool
+        self.call_id = call_id
+        self.emit = emit
+        self.secrets: tuple[str, ...] = ()
+        self.digest: str | None = None
+
+    def result(
+        self,
+        *,
+        is_error: bool,
+        content: str,
+        structured: object = None,
+        result: CommandResult | PlanResult | None = None,
+    ) -> ToolResult:
+        return ToolResult(
+            is_error=is_error,
+            content=content,
+            structured=structured,
+            result=result,
+            tool=self.tool,
+            call_id=self.call_id,
+            plan_hash=self.digest,
+        )
 
 
 class Toolbox:
@@ -164,8 +226,11 @@ class Toolbox:
         self.max_content = max_content
         self.skipped = list(skipped or [])  # UTCP tools of other protocols, with why
         self._output_validators: dict[str, Any] = {}
+        self._input_validators: dict[str, Any] = {}
         for tool in tools:
-            Emitter(events, tool.name, "")("loaded", source=tool.source, kind=tool.kind)
+            emit = Emitter(events, tool.name, "")
+            emit("loaded", source=tool.source, kind=tool.kind)
+            emit.settle_sync()
 
     @classmethod
     def load(
@@ -236,13 +301,11 @@ class Toolbox:
         awaited with each complete line the program writes, credentials
         redacted (for a UTCP plan, what its programs and builtins such as
         ``echo`` write into its steps)."""
-        flow = self._flow(name, arguments, principal, context, expect_plan)
-        result = await self._drive(flow, on_output)
+        call = self._start(name)
+        flow = self._flow(call, arguments, principal, context, expect_plan)
+        result = await self._drive(flow, call, on_output)
         assert isinstance(result, ToolResult)
         return result
-
-    # The same coroutine function: call is native under asyncio as under trio.
-    call_asyncio = call
 
     def call_sync(
         self,
@@ -255,7 +318,9 @@ class Toolbox:
     ) -> ToolResult:
         """Blocking form of :meth:`call`, for threads; no event loop is started
         unless a hook is async (it is then awaited in a short asyncio run)."""
-        result = self._drive_sync(self._flow(name, arguments, principal, context, expect_plan))
+        call = self._start(name)
+        flow = self._flow(call, arguments, principal, context, expect_plan)
+        result = self._drive_sync(flow, call)
         assert isinstance(result, ToolResult)
         return result
 
@@ -270,9 +335,9 @@ class Toolbox:
         """What the call would run, without running it or asking the approve hook:
         the plan (credentials masked) and its hash, or the refusal. Pass the
         hash to ``call(..., expect_plan=...)`` to run exactly what was shown."""
-        return _as_preview(
-            await self._drive(self._flow(name, arguments, principal, context, preview=True))
-        )
+        call = self._start(name)
+        flow = self._flow(call, arguments, principal, context, preview=True)
+        return _as_preview(await self._drive(flow, call))
 
     def preview_sync(
         self,
@@ -283,14 +348,19 @@ class Toolbox:
         context: Mapping[str, Any] | None = None,
     ) -> ToolPreview:
         """Blocking form of :meth:`preview`."""
-        return _as_preview(
-            self._drive_sync(self._flow(name, arguments, principal, context, preview=True))
-        )
+        call = self._start(name)
+        flow = self._flow(call, arguments, principal, context, preview=True)
+        return _as_preview(self._drive_sync(flow, call))
+
+    def _start(self, name: str) -> _CallState:
+        call_id = uuid.uuid4().hex[:16]
+        return _CallState(name, call_id, Emitter(self._events, name, call_id))
 
     async def _drive(
-        self, flow: _Flow, on_output: OutputLine | None = None
+        self, flow: _Flow, call: _CallState, on_output: OutputLine | None = None
     ) -> ToolResult | ToolPreview:
-        """Answer the flow's requests under trio or asyncio."""
+        """Answer the flow's requests under trio or asyncio; an async events sink
+        is awaited as the call goes, and before it returns."""
         try:
             request: _Ask | _Run = next(flow)
             while True:
@@ -303,25 +373,29 @@ class Toolbox:
                         request = flow.throw(exc)
                         continue
                 else:
-                    answer = await self._run(request, on_output)
+                    try:
+                        answer = await self._run(request, on_output)
+                    except CommandHandleError as exc:  # refused at launch or mid-plan
+                        request = flow.throw(exc)
+                        continue
+                await call.emit.settle()
                 request = flow.send(answer)
         except StopIteration as done:
             outcome: ToolResult | ToolPreview = done.value
             return outcome
+        finally:
+            with anyio.CancelScope(shield=True):
+                await call.emit.settle()
 
-    async def _run(
-        self, request: _Run, on_output: OutputLine | None
-    ) -> CommandResult | PlanResult | HandleError:
+    async def _run(self, request: _Run, on_output: OutputLine | None) -> CommandResult | PlanResult:
         on_chunk = None if on_output is None else _Lines(on_output, request.secrets)
         try:
-            return await request.call.run(self.executor, _spawned(request.emit), on_chunk)
-        except HandleError as exc:
-            return exc
+            return await request.call.run(_spawned(request.emit), on_chunk)
         except anyio.get_cancelled_exc_class():
             request.emit("killed", reason="cancelled")
             raise
 
-    def _drive_sync(self, flow: _Flow) -> ToolResult | ToolPreview:
+    def _drive_sync(self, flow: _Flow, call: _CallState) -> ToolResult | ToolPreview:
         """Answer the flow's requests in the calling thread."""
         try:
             request: _Ask | _Run = next(flow)
@@ -334,9 +408,10 @@ class Toolbox:
                         continue
                 else:
                     try:
-                        answer = request.call.run_sync(self.executor, _spawned(request.emit))
-                    except HandleError as exc:
-                        answer = exc
+                        answer = request.call.run_sync(_spawned(request.emit))
+                    except CommandHandleError as exc:  # refused at launch or mid-plan
+                        request = flow.throw(exc)
+                        continue
                     except KeyboardInterrupt:
                         request.emit("killed", reason="interrupted")
                         raise
@@ -344,148 +419,194 @@ class Toolbox:
         except StopIteration as done:
             outcome: ToolResult | ToolPreview = done.value
             return outcome
+        finally:
+            call.emit.settle_sync()
 
     # -- the flow ----------------------------------------------------------------
 
     def _flow(
         self,
-        name: str,
+        call: _CallState,
         arguments: Mapping[str, Any] | str | None,
         principal: Any,
         context: Mapping[str, Any] | None,
         expect_plan: str | None = None,
         preview: bool = False,
     ) -> _Flow:
-        call_id = uuid.uuid4().hex[:16]
-        emit = Emitter(self._events, name, call_id)
-
-        def refused(text: str, reason: str, **details: Any) -> ToolResult:
-            emit("refused", reason=reason, **details)
-            return ToolResult(True, text, None, None, name, call_id)
-
-        tool = self._tools.get(name)
-        if tool is None:
-            names = list(self._tools)
-            known = ", ".join(f"`{n}`" for n in names[:_LISTED]) or "none"
-            if len(names) > _LISTED:
-                known += f" and {len(names) - _LISTED} more"
-            shown = name if len(name) <= 64 else name[:64] + "..."
-            return refused(
-                f"There is no tool named `{shown}`. The tools are: {known}.", "unknown tool"
+        """One call, from the model's arguments to its result. Every refusal on
+        the way, before the run, at the launch or during a plan's later steps,
+        becomes an ``is_error`` result here, in one place, with its event."""
+        name = call.tool
+        try:
+            tool = self._tool(name)
+            args = self._arguments(tool, arguments)
+            credential = yield from self._credential(tool, principal, call)
+            prepared = self._prepare(tool, args, context, credential)
+            if preview or expect_plan is not None or self._approve is not None:
+                # The plan is described and hashed only when someone looks at it: it
+                # is work (the sandbox profile, RFC 8785) that a plain call skips.
+                call.digest = plan_hash(prepared.plan)
+            if preview:
+                return ToolPreview(name, call.call_id, prepared.plan, call.digest, None)
+            yield from self._clear(tool, args, principal, prepared, expect_plan, call)
+            ran = yield _Run(prepared, call.emit, call.secrets)
+            _report(call.emit, ran)
+            return self._outcome(tool, prepared, ran, call)
+        except _Refusal as refusal:
+            call.emit(refusal.event, **refusal.details)
+            return call.result(is_error=True, content=refusal.text)
+        except AfterRunError as exc:  # a plan's later step was refused: what ran is kept
+            call.emit(
+                "refused",
+                reason=redact(exc.message, call.secrets),
+                pointer=exc.pointer,
+                error=type(exc.error).__name__,
+                after_run=True,
             )
+            ran = exc.result if isinstance(exc.result, (CommandResult, PlanResult)) else None
+            text = after_run_message(name, exc.error, ran)
+            return call.result(is_error=True, content=redact(text, call.secrets), result=ran)
+        except CommandHandleError as exc:
+            error = exc if isinstance(exc, HandleError) else HandleError(str(exc))
+            call.emit(
+                "refused",
+                reason=redact(error.message, call.secrets),
+                pointer=error.pointer,
+                error=type(exc).__name__,
+            )
+            return call.result(
+                is_error=True, content=redact(model_message(name, error), call.secrets)
+            )
+
+    def _tool(self, name: str) -> Tool:
+        tool = self._tools.get(name)
+        if tool is not None:
+            return tool
+        names = list(self._tools)
+        known = ", ".join(f"`{n}`" for n in names[:_LISTED]) or "none"
+        if len(names) > _LISTED:
+            known += f" and {len(names) - _LISTED} more"
+        shown = name if len(name) <= 64 else name[:64] + "..."
+        raise _Refusal(
+            f"There is no tool named `{shown}`. The tools are: {known}.", reason="unknown tool"
+        )
+
+    def _arguments(self, tool: Tool, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+        """The model's arguments as an object, nulls for absent optional properties
+        dropped, checked against the schema the tool advertises."""
         args: object = {} if arguments is None else arguments
         if isinstance(args, str):
             try:
                 args = _json.loads(args) if args.strip() else {}
             except _json.JSONDecodeError:
-                return refused(
-                    f"The arguments for `{name}` are not valid JSON; nothing ran.", "invalid JSON"
-                )
+                raise _Refusal(
+                    f"The arguments for `{tool.name}` are not valid JSON; nothing ran.",
+                    reason="invalid JSON",
+                ) from None
         if not isinstance(args, Mapping):
-            return refused(
-                f"The arguments for `{name}` must be a JSON object; nothing ran.", "not an object"
+            raise _Refusal(
+                f"The arguments for `{tool.name}` must be a JSON object; nothing ran.",
+                reason="not an object",
             )
-        args = drop_nulls(tool.parameters, dict(args))
-        assert isinstance(args, dict)
+        checked = drop_nulls(tool.parameters, dict(args))
+        assert isinstance(checked, dict)
+        if not tool.checks_own_arguments:  # the others check the same schema when prepared
+            check_arguments(self._validator(tool), checked)
+        return checked
 
+    def _validator(self, tool: Tool) -> Any:
+        validator = self._input_validators.get(tool.name)
+        if validator is None:
+            validator = _jsonschema.load().Draft202012Validator(tool.parameters)
+            self._input_validators[tool.name] = validator
+        return validator
+
+    def _credential(
+        self, tool: Tool, principal: Any, call: _CallState
+    ) -> Generator[_Ask, Any, Mapping[str, Any] | None]:
+        """The Credential Object, when the tool needs one, from this call's principal
+        (nothing is cached); its values are redacted from everything shown."""
+        if not (tool.uses_credentials and tool.handle is not None):
+            return None
+        why = "no credential resolver is configured"
         credential: Mapping[str, Any] | None = None
-        if tool.uses_credentials and tool.handle is not None:
-            why = "no credential resolver is configured"
-            if self._credentials is not None:
-                try:
-                    credential = yield _Ask(partial(self._credentials, principal, tool.handle))
-                    why = "" if isinstance(credential, Mapping) else "not a mapping"
-                except Exception as exc:  # the resolver signalled an error (Tool Handle 3.2)
-                    why = f"the resolver raised {type(exc).__name__}"
-            if why:
-                return refused(
-                    f"The credentials for `{name}` could not be obtained; nothing ran.",
-                    "credential resolution failed",
-                    detail=why,
-                )
-        secrets = secret_values(credential)
-        emit.secrets = secrets
-
-        try:
-            prepared = self._prepare(tool, args, context, credential)
-        except HandleError as exc:
-            return refused(
-                redact(model_message(name, exc), secrets),
-                redact(exc.message, secrets),
-                pointer=exc.pointer,
-                error=type(exc).__name__,
+        if self._credentials is not None:
+            try:
+                credential = yield _Ask(partial(self._credentials, principal, tool.handle))
+                why = "" if isinstance(credential, Mapping) else "not a mapping"
+            except Exception as exc:  # the resolver signalled an error (Tool Handle 3.2)
+                why = f"the resolver raised {type(exc).__name__}"
+        if why:
+            raise _Refusal(
+                f"The credentials for `{tool.name}` could not be obtained; nothing ran.",
+                reason="credential resolution failed",
+                detail=why,
             )
-        digest: str | None = None
-        if preview or expect_plan is not None or self._approve is not None:
-            # The plan is described and hashed only when someone looks at it: it
-            # is work (the sandbox profile, RFC 8785) that a plain call skips.
-            digest = plan_hash(prepared.plan)
-        if preview:
-            assert digest is not None
-            return ToolPreview(name, call_id, prepared.plan, digest, None)
+        call.secrets = call.emit.secrets = secret_values(credential)
+        return credential
+
+    def _clear(
+        self,
+        tool: Tool,
+        args: Mapping[str, Any],
+        principal: Any,
+        prepared: PreparedToolCall,
+        expect_plan: str | None,
+        call: _CallState,
+    ) -> Generator[_Ask, Any, None]:
+        """The plan the caller expects, and the approve hook's yes."""
+        digest = call.digest
         if expect_plan is not None and digest != expect_plan.strip().lower():
-            emit("refused", reason="the plan changed", plan_hash=digest, expected=expect_plan)
-            return ToolResult(
-                True,
-                f"The call to `{name}` was not run: what it would run changed since it "
+            raise _Refusal(
+                f"The call to `{tool.name}` was not run: what it would run changed since it "
                 "was approved. Nothing ran.",
-                None,
-                None,
-                name,
-                call_id,
-                digest,
+                reason="the plan changed",
+                plan_hash=digest,
+                expected=expect_plan,
             )
-
-        if self._approve is not None:
-            assert digest is not None
-            request = ApprovalRequest(name, call_id, principal, args, prepared.plan, digest)
-            allowed = yield _Ask(partial(self._approve, request))
-            if not allowed:
-                emit("denied", plan_hash=digest)
-                return ToolResult(
-                    True,
-                    f"The application declined to run this call to `{name}`; nothing ran.",
-                    None,
-                    None,
-                    name,
-                    call_id,
-                    digest,
-                )
-            emit("approved", plan_hash=digest)
-
-        ran = yield _Run(prepared, emit, secrets)
-        if isinstance(ran, HandleError):  # refused at launch (a re-check, the sandbox)
-            return refused(
-                redact(model_message(name, ran), secrets),
-                redact(ran.message, secrets),
-                pointer=ran.pointer,
-                error=type(ran).__name__,
+        if self._approve is None:
+            return
+        assert digest is not None
+        request = ApprovalRequest(tool.name, call.call_id, principal, args, prepared.plan, digest)
+        allowed = yield _Ask(partial(self._approve, request))
+        if not allowed:
+            raise _Refusal(
+                f"The application declined to run this call to `{tool.name}`; nothing ran.",
+                event="denied",
+                plan_hash=digest,
             )
-        _report(emit, ran)
+        call.emit("approved", plan_hash=digest)
+
+    def _outcome(
+        self,
+        tool: Tool,
+        prepared: PreparedToolCall,
+        ran: CommandResult | PlanResult,
+        call: _CallState,
+    ) -> ToolResult:
+        """What the model is shown of what ran."""
         try:
-            is_error, content, structured = prepared.outcome(ran, secrets, self.max_content)
+            is_error, content, structured = prepared.outcome(ran, call.secrets, self.max_content)
         except HandleError as exc:  # the result template failed: show the default view
-            emit(
-                "refused", reason=redact(exc.message, secrets), pointer=exc.pointer, after_run=True
+            call.emit(
+                "refused",
+                reason=redact(exc.message, call.secrets),
+                pointer=exc.pointer,
+                after_run=True,
             )
-            if not isinstance(ran, CommandResult):
-                raise AfterRunError(exc, ran) from None
-            text = command_content(ran, prepared.timeout, self.max_content, secrets)
-            return ToolResult(
-                True,
-                f"{text}\n\n(The tool's result template failed; this is the plain output.)",
-                None,
-                ran,
-                name,
-                call_id,
-                digest,
+            assert isinstance(ran, CommandResult)  # only a handle has a result template
+            text = command_content(ran, prepared.timeout, self.max_content, call.secrets)
+            return call.result(
+                is_error=True,
+                content=f"{text}\n\n(The tool's result template failed; this is the plain output.)",
+                result=ran,
             )
         problem = self._output_problem(tool, structured)
         if problem:
-            emit("refused", reason=problem, after_run=True)
+            call.emit("refused", reason=problem, after_run=True)
             content = f"{content}\n\n(The result does not match the tool's output schema.)"
             is_error = True
-        return ToolResult(is_error, content, structured, ran, name, call_id, digest)
+        return call.result(is_error=is_error, content=content, structured=structured, result=ran)
 
     def _prepare(
         self,
@@ -495,10 +616,10 @@ class Toolbox:
         credential: Mapping[str, Any] | None,
     ) -> PreparedToolCall:
         if tool.handle is not None:
-            invocation = tool.handle.render(
+            prepared = tool.handle.prepare(
                 args, self.policy, context=context, credential=credential
             )
-            return CommandCall(tool.handle, invocation, self.executor)
+            return PreparedToolCall(prepared, self.executor, tool.handle)
         assert tool.utcp is not None
         # UTCP ${NAME} variables come from the application's context.
         variables = {
@@ -506,8 +627,8 @@ class Toolbox:
             for key, value in (context or {}).items()
             if isinstance(value, (str, int, float)) and not isinstance(value, bool)
         }
-        prepared = utcp.prepare(tool.utcp, args, variables=variables, policy=self.policy)
-        return PlanCall(prepared, variables, self.executor)
+        plan = utcp.prepare(tool.utcp, args, variables=variables, policy=self.policy)
+        return PreparedToolCall(plan, self.executor, None)
 
     def _output_problem(self, tool: Tool, structured: object) -> str:
         if tool.output_schema is None:

@@ -2,22 +2,23 @@
 
 :func:`translate` parses each command with a bash grammar (tree-sitter-bash)
 into an inspectable :class:`~command_handle.plan.Plan` of argv executions;
+:func:`prepare` checks a call into the one
+:class:`~command_handle.call.PreparedCall` every front end produces;
 :func:`call` runs it on the core executor and returns what utcp-cli's
 ``call_tool`` returns. Tool arguments are values, never shell syntax.
 """
 
+from ..call import PlanResult, PreparedCall, StepResult
 from ..errors import TranslationError
-from ..executor import PlanResult, StepResult
 from ._api import (
     DEFAULT_INHERITED,
-    PreparedCall,
     call,
-    call_asyncio,
     call_sync,
     discover,
     manual_from_output,
     output_value,
     prepare,
+    prepare_plan,
     run,
     run_sync,
     translate,
@@ -51,7 +52,6 @@ __all__ = [
     "UtcpManual",
     "UtcpTool",
     "call",
-    "call_asyncio",
     "call_sync",
     "command_handle_for",
     "discover",
@@ -59,6 +59,7 @@ __all__ = [
     "manual_from_output",
     "output_value",
     "prepare",
+    "prepare_plan",
     "run",
     "run_sync",
     "translate",

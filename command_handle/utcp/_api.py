@@ -1,7 +1,9 @@
-"""Translate UTCP templates into plans, and call them through the executor.
+"""Translate UTCP templates into plans and prepare calls; run them on an Executor.
 
-This module never spawns: :class:`~command_handle.executor.Executor` runs
-what :func:`translate` produces.
+:func:`translate` and :func:`prepare` never spawn. :func:`run`, :func:`call`
+and :func:`discover` are conveniences that hand the prepared call to an
+:class:`~command_handle.executor.Executor` (imported when first used), the
+only code that starts processes.
 """
 
 from __future__ import annotations
@@ -11,12 +13,10 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..call import Invocation, PlanResult, PreparedCall, PreparedPlan
 from ..errors import ArgumentsError, CallTimeoutError, TranslationError, Violation
-from ..executor import CommandResult, Executor, PlanResult, StepResult, plan_environment
-from ..handle import Invocation
 from ..plan import (
     Arg,
     Command,
@@ -31,7 +31,14 @@ from ..plan import (
     iter_parts,
     word_uses_data,
 )
-from ..policy import Policy, argv_problem, resolve_command, resolve_directory
+from ..policy import (
+    Policy,
+    argv_problem,
+    check_plan,
+    plan_environment,
+    resolve_command,
+    resolve_directory,
+)
 from ._models import (
     CliCallTemplate,
     LegacyCliProvider,
@@ -43,6 +50,10 @@ from ._models import (
     load,
 )
 from ._translate import translate_command
+
+if TYPE_CHECKING:
+    from ..executor import Executor
+
 from ._values import (
     legacy_flags,
     legacy_problems,
@@ -54,10 +65,10 @@ from ._values import (
 __all__ = [
     "DEFAULT_INHERITED",
     "PreparedCall",
+    "prepare_plan",
     "output_value",
     "prepare",
     "call",
-    "call_asyncio",
     "call_sync",
     "discover",
     "manual_from_output",
@@ -205,30 +216,16 @@ def _translate_legacy(provider: LegacyCliProvider) -> Plan:
     )
 
 
-@dataclass(frozen=True)
-class PreparedCall:
-    """A call ready to run: a plan with its arguments' text (run it with
-    ``Executor.run_plan``), or a legacy provider's checked ``invocation``."""
-
-    plan: Plan
-    arguments: Mapping[str, str]
-    invocation: Invocation | None
-
-    @staticmethod
-    def result_of(result: CommandResult) -> PlanResult:
-        """A legacy provider's command result as the one-step plan result 0.x gave."""
-        return _legacy_result(result)
-
-
 def prepare(
     source: Source,
     args: Mapping[str, Any] | None = None,
     *,
     variables: Mapping[str, str] | None = None,
     policy: Policy | None = None,
-) -> PreparedCall:
-    """Validate the call and build what runs, without running it: a plan with
-    its arguments' text, or a legacy provider's one checked invocation. Raises
+) -> PreparedCall[PlanResult]:
+    """Validate the call and build what runs, without running it: a checked plan
+    with its arguments' text, or a 0.x provider's one checked command (reported
+    as a one-step plan). ``variables`` feed ``${NAME}`` in ``env_vars``. Raises
     a :class:`~command_handle.errors.HandleError` before anything runs."""
     policy = policy or Policy()
     args = dict(args or {})
@@ -248,15 +245,33 @@ def prepare(
                     for name, pointer, why in problems
                 ]
             )
-        return PreparedCall(plan, {}, _legacy_invocation(plan, args, variables or {}, policy))
-    return PreparedCall(plan, render_arguments(plan.arguments, args), None)
+        invocation = _legacy_invocation(plan, args, variables or {}, policy)
+        checked = PreparedPlan(plan, {}, invocation.env, invocation.cwd)
+        return PreparedCall.one_step(invocation, policy, checked)
+    return prepare_plan(plan, render_arguments(plan.arguments, args), variables or {}, policy)
+
+
+def prepare_plan(
+    plan: Plan,
+    arguments: Mapping[str, str],
+    variables: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+) -> PreparedCall[PlanResult]:
+    """A translated plan with its placeholders' text, checked as a whole: missing
+    or oversized arguments, the environment (``variables`` substituted into its
+    values), the working directory and every literal program. Raises before
+    anything runs."""
+    policy = policy or Policy()
+    env, cwd = check_plan(plan, arguments, variables or {}, policy)
+    return PreparedCall.for_plan(PreparedPlan(plan, arguments, env, cwd), policy)
 
 
 def _legacy_invocation(
     plan: Plan, args: Mapping[str, Any], variables: Mapping[str, str], policy: Policy
 ) -> Invocation:
     env = plan_environment(plan, variables, policy)
-    cwd = resolve_directory(plan.working_dir, "/working_dir")
+    # As a 1.x template and a handle: no working_dir runs in the Policy's workspace.
+    cwd = resolve_directory(plan.working_dir or policy.workspace, "/working_dir")
     program = resolve_command(
         plan.legacy_command[0], cwd, policy, "/command_name", shown=plan.legacy_command[0]
     )
@@ -268,7 +283,7 @@ def _legacy_invocation(
         argv=argv,
         env=env,
         cwd=cwd,
-        timeout=min(policy.timeout, plan.timeout or policy.timeout),
+        timeout=policy.timeout if plan.timeout is None else min(policy.timeout, plan.timeout),
         max_output=policy.max_output,
         kill_grace=policy.kill_grace,
         handle_name=plan.name,
@@ -276,17 +291,6 @@ def _legacy_invocation(
         limits=policy.child_limits,
         cgroup=policy.cgroup_per_call,
     )
-
-
-def _legacy_result(result: CommandResult) -> PlanResult:
-    """A legacy provider's one command as a one-step plan result: stdout on success,
-    stderr otherwise, as 0.x did."""
-    chosen = result.stdout if result.exit_code == 0 else result.stderr
-    text = chosen if isinstance(chosen, str) else ""
-    truncated = result.stdout_truncated if result.exit_code == 0 else result.stderr_truncated
-    status = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
-    step = StepResult(0, text.encode("utf-8", "surrogateescape"), status, truncated, True)
-    return PlanResult((step,), result.timed_out, result.duration_s)
 
 
 async def run(
@@ -302,11 +306,8 @@ async def run(
     ``variables`` feeds ``${NAME}`` in ``env_vars``. Arguments are validated
     (against a tool's ``inputs``, and for every placeholder) before anything runs.
     """
-    executor = executor or Executor(policy)
-    prepared = prepare(source, args, variables=variables, policy=executor.policy)
-    if prepared.invocation is not None:
-        return _legacy_result(await executor.run(prepared.invocation))
-    return await executor.run_plan(prepared.plan, prepared.arguments, variables)
+    executor = executor or _executor(policy)
+    return await executor.run(prepare(source, args, variables=variables, policy=executor.policy))
 
 
 def run_sync(
@@ -318,11 +319,15 @@ def run_sync(
     executor: Executor | None = None,
 ) -> PlanResult:
     """Blocking form of :func:`run`, for threads."""
-    executor = executor or Executor(policy)
+    executor = executor or _executor(policy)
     prepared = prepare(source, args, variables=variables, policy=executor.policy)
-    if prepared.invocation is not None:
-        return _legacy_result(executor.run_sync(prepared.invocation))
-    return executor.run_plan_sync(prepared.plan, prepared.arguments, variables)
+    return executor.run_sync(prepared)
+
+
+def _executor(policy: Policy | None) -> Executor:
+    from ..executor import Executor
+
+    return Executor(policy)
 
 
 def output_value(plan: Plan, result: PlanResult) -> object:
@@ -336,13 +341,19 @@ def output_value(plan: Plan, result: PlanResult) -> object:
     return utcp_value(result.output)
 
 
-def _value(plan: Plan, result: PlanResult, timeout: float) -> object:
+def _value(prepared: PreparedCall[PlanResult], result: PlanResult) -> object:
     if result.timed_out:
         step = result.steps[-1].index if result.steps else 0
         raise CallTimeoutError(
-            f"the call exceeded its {timeout:g} s timeout (in step {step})", result
+            f"the call exceeded its {prepared.timeout:g} s timeout (in step {step})", result
         )
-    return output_value(plan, result)
+    return output_value(prepared_plan(prepared), result)
+
+
+def prepared_plan(prepared: PreparedCall[PlanResult]) -> Plan:
+    """The translated plan behind a prepared UTCP call (a 0.x provider's included)."""
+    assert prepared.plan is not None
+    return prepared.plan.plan
 
 
 async def call(
@@ -361,10 +372,9 @@ async def call(
     :class:`TimeoutError`, carrying the steps that ran) when ``policy.timeout``
     ends the call.
     """
-    executor = executor or Executor(policy)
-    plan = translate(_template(source))
-    result = await run(source, args, variables=variables, executor=executor)
-    return _value(plan, result, executor.policy.timeout)
+    executor = executor or _executor(policy)
+    prepared = prepare(source, args, variables=variables, policy=executor.policy)
+    return _value(prepared, await executor.run(prepared))
 
 
 def call_sync(
@@ -376,23 +386,9 @@ def call_sync(
     executor: Executor | None = None,
 ) -> object:
     """Blocking form of :func:`call`, for threads."""
-    executor = executor or Executor(policy)
-    plan = translate(_template(source))
-    result = run_sync(source, args, variables=variables, executor=executor)
-    return _value(plan, result, executor.policy.timeout)
-
-
-async def call_asyncio(
-    source: Source,
-    args: Mapping[str, Any] | None = None,
-    *,
-    variables: Mapping[str, str] | None = None,
-    policy: Policy | None = None,
-    executor: Executor | None = None,
-) -> object:
-    """The same as :func:`call`, which is native under asyncio; kept for callers
-    written against earlier versions."""
-    return await call(source, args, variables=variables, policy=policy, executor=executor)
+    executor = executor or _executor(policy)
+    prepared = prepare(source, args, variables=variables, policy=executor.policy)
+    return _value(prepared, executor.run_sync(prepared))
 
 
 async def discover(

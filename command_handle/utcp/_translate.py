@@ -28,6 +28,7 @@ from ..plan import (
     Part,
     Pipeline,
     Redirect,
+    RedirectOp,
     Sequence,
     Subst,
     Tilde,
@@ -36,7 +37,6 @@ from ..plan import (
     word_is_static,
     word_text,
 )
-from ..plan._model import RedirectOp
 
 __all__ = ["PLACEHOLDER", "translate_command"]
 

@@ -7,9 +7,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..policy import option_prefix
+
 __all__ = [
     "LEGACY_NAME",
-    "OPTION_PREFIXES",
     "legacy_flags",
     "legacy_problems",
     "legacy_value",
@@ -38,7 +39,6 @@ def render_arguments(names: tuple[str, ...], args: Mapping[str, Any]) -> dict[st
 # A 0.x argument name becomes ``--name``: the args encoding's positional-name
 # pattern, so no ``=`` (``--checkpoint-action=exec=...``) and no leading ``-``.
 LEGACY_NAME = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_]*")
-OPTION_PREFIXES = ("-", "+", "@")
 
 
 def legacy_problems(
@@ -59,7 +59,7 @@ def legacy_problems(
             items = value if isinstance(value, list) else [value]
             for index, item in enumerate(items):
                 text = render_value(item) if item is not None and item is not False else ""
-                if text.startswith(OPTION_PREFIXES) and text != "-" and item is not True:
+                if option_prefix(text) and item is not True:
                     where = f"/{name}/{index}" if isinstance(value, list) else f"/{name}"
                     problems.append(
                         (

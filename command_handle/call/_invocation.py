@@ -1,4 +1,4 @@
-"""What a rendered handle asks the executor to run. Plain data; spawns nothing."""
+"""One checked program: what a rendered handle (or a 0.x provider) asks the executor to run."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._command_result import CommandResult
+
 __all__ = ["PlanResult", "StepResult"]
 
 
@@ -52,6 +54,17 @@ class PlanResult:
     def ok(self) -> bool:
         """The plan finished in time and its last step succeeded."""
         return not self.timed_out and bool(self.steps) and self.steps[-1].status == 0
+
+    @classmethod
+    def one_step(cls, result: CommandResult) -> PlanResult:
+        """A UTCP 0.x provider's one command as the one-step plan result 0.x gave:
+        stdout on success, stderr otherwise."""
+        chosen = result.stdout if result.exit_code == 0 else result.stderr
+        text = chosen if isinstance(chosen, str) else ""
+        truncated = result.stdout_truncated if result.exit_code == 0 else result.stderr_truncated
+        status = result.exit_code if result.exit_code is not None else 128 + (result.signal or 0)
+        step = StepResult(0, text.encode("utf-8", "surrogateescape"), status, truncated, True)
+        return cls((step,), result.timed_out, result.duration_s)
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import DirectoryError, PathArgumentError
-from ..policy import Policy
+from ._policy import Policy
 
 __all__ = ["check_directory_within", "check_paths", "root_of"]
 

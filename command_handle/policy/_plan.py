@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from .._ostext import exec_size_problem, os_text_problem
 from ..errors import (
@@ -21,6 +20,7 @@ from ..errors import (
     Violation,
 )
 from ..plan import (
+    BUILTIN_NAMES,
     Arg,
     Lit,
     Plan,
@@ -30,30 +30,19 @@ from ..plan import (
     word_is_static,
     word_text,
 )
-from ..policy import (
-    Policy,
+from ._enforce import (
     check_program,
     check_variable_name,
     check_variable_value,
     inherited_environment,
     resolve_directory,
 )
-from .builtins import BUILTINS
+from ._options import first_option_word
+from ._policy import Policy
 
-__all__ = ["BASH_DEFAULT_PATH", "PreparedPlan", "prepare_plan", "program_path"]
+__all__ = ["BASH_DEFAULT_PATH", "check_plan", "find_program", "plan_environment"]
 
 BASH_DEFAULT_PATH = "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
-
-
-@dataclass(frozen=True)
-class PreparedPlan:
-    """A plan that passed every check, with what it starts from."""
-
-    plan: Plan
-    arguments: Mapping[str, str]
-    env: dict[str, str]
-    cwd: str
-    policy: Policy
 
 
 def inheritable(names: tuple[str, ...], policy: Policy) -> tuple[str, ...]:
@@ -83,7 +72,7 @@ def plan_environment(plan: Plan, variables: Mapping[str, str], policy: Policy) -
     return env
 
 
-def program_path(name: str, cwd: str, search: tuple[str, ...]) -> str | None:
+def find_program(name: str, cwd: str, search: tuple[str, ...]) -> str | None:
     """Where bash would find ``name``: relative to ``cwd`` with a slash, else the
     first absolute ``search`` entry holding an executable file; None if nowhere."""
     if "/" in name:
@@ -97,10 +86,11 @@ def program_path(name: str, cwd: str, search: tuple[str, ...]) -> str | None:
     return None
 
 
-def prepare_plan(
+def check_plan(
     plan: Plan, arguments: Mapping[str, str], variables: Mapping[str, str], policy: Policy
-) -> PreparedPlan:
-    """Check the whole plan against the call and the policy; raise before anything runs."""
+) -> tuple[dict[str, str], str]:
+    """Check the whole plan against the call and the policy; raise before anything
+    runs. Returns the steps' starting environment and working directory."""
     violations = [
         Violation(f"/{name}", f"missing argument {name!r} used by the template", "required")
         for name in plan.arguments
@@ -145,17 +135,17 @@ def prepare_plan(
                 )
             continue
         name = word_text(first)
-        if name in BUILTINS or ("/" in name and not os.path.isabs(name)):
+        if name in BUILTIN_NAMES or ("/" in name and not os.path.isabs(name)):
             continue  # a relative path is resolved where the step has gone by then
         # A program written literally is checked now; one that is not found is
         # bash's "command not found" (status 127) at run time, as the template may
         # create it or change directory first.
-        path = program_path(name, cwd, search)
+        path = find_program(name, cwd, search)
         if path is not None and os.path.isfile(path):
             check_program(path, policy, where, shown=name)
         elif policy.allowed_commands is not None and name not in policy.allowed_commands:
             raise CommandError(f"the policy does not allow the command {name!r}", where)
-    return PreparedPlan(plan, arguments, env, cwd, policy)
+    return env, cwd
 
 
 def _leading_argument(word: Word) -> Arg | None:
@@ -168,25 +158,28 @@ def _leading_argument(word: Word) -> Arg | None:
 
 
 def _check_argument_words(plan: Plan, arguments: Mapping[str, str], policy: Policy) -> None:
-    """The flag guard (red-team finding 12): a word of a program's arguments that
-    begins with a tool argument's value starting with ``-``, ``+`` or ``@`` is
-    refused, unless a literal ``--`` came earlier in the command or the policy
-    allows it (``allow_utcp_options``, utcp-cli's behaviour). Checked for the
-    whole plan before its first step."""
+    """The flag guard (red-team finding 12) over what is known before the run: a
+    word of a program's arguments that a tool argument's value begins is
+    refused when that value starts like an option (``allow_utcp_options``,
+    utcp-cli's behaviour, allows it). Checked for the whole plan before its
+    first step; the interpreter applies the same guard to expanded values."""
     if policy.allow_utcp_options:
         return
     for _, command in iter_commands(plan):
-        after_end = False
+        words: list[tuple[str, bool]] = []
+        leaders: list[Arg | None] = []
         for word in command.words[1:]:
-            if word_is_static(word):
-                after_end = after_end or word_text(word) == "--"
-                continue
-            arg = _leading_argument(word)
-            if arg is None or after_end:
-                continue
-            value = arguments.get(arg.name, "")
-            if value.startswith(("-", "+", "@")) and value != "-":
-                raise OptionArgumentError(arg.name, f"/{arg.name}", value[0])
+            arg = None if word_is_static(word) else _leading_argument(word)
+            leaders.append(arg)
+            if arg is not None:
+                words.append((arguments.get(arg.name, ""), True))
+            else:
+                words.append((word_text(word) if word_is_static(word) else "", False))
+        found = first_option_word(words)
+        if found is not None:
+            arg = leaders[found[0]]
+            assert arg is not None
+            raise OptionArgumentError(arg.name, f"/{arg.name}", found[1])
 
 
 def _check_sizes(plan: Plan, arguments: Mapping[str, str], env: Mapping[str, str]) -> None:

@@ -1,0 +1,41 @@
+"""The flag guard: model text that a program would read as an option.
+
+One predicate and one walk serve every front end: a handle's argv tokens, a
+plan's words (before the run, from the placeholders, and during it, from
+expanded values) and a 0.x provider's flag values. A word that the model's
+data begins is refused when it starts with ``-``, ``+`` (vim's ``+cmd``) or
+``@`` (gcc's ``@file``), unless a ``--`` written by the author came earlier;
+the lone ``-`` (standard input) is an operand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..args import option_like
+
+__all__ = ["first_option_word", "option_prefix"]
+
+
+def option_prefix(text: str) -> str:
+    """The option character ``text`` begins with, or "" when a program reads it
+    as an operand."""
+    if text == "-" or option_like(text, flag_value=False) is None:
+        return ""
+    return text[0]
+
+
+def first_option_word(words: Iterable[tuple[str, bool]]) -> tuple[int, str] | None:
+    """The first word, as ``(index, prefix)``, that data begins (``(text, True)``)
+    and that would be read as an option; words after a written ``--`` are
+    operands. None when there is none."""
+    after_end = False
+    for index, (text, from_data) in enumerate(words):
+        if not from_data:
+            after_end = after_end or text == "--"
+            continue
+        if not after_end:
+            prefix = option_prefix(text)
+            if prefix:
+                return index, prefix
+    return None

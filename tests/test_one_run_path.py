@@ -1,0 +1,354 @@
+"""One prepared call, one run path: every front end's call runs through the same
+executor methods, with the same checks, figures and error boundary."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from command_handle import (
+    AfterRunError,
+    CommandHandle,
+    CommandResult,
+    Executor,
+    PathArgumentError,
+    Policy,
+    PolicyError,
+    Toolbox,
+    utcp,
+)
+from command_handle.call import PlanResult, PreparedCall
+from command_handle.toolbox import AuditEvent
+
+from .processes import PY, probe_handle, report
+
+
+def template(*commands: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "call_template_type": "cli",
+        "commands": [{"command": command} for command in commands],
+        **fields,
+    }
+
+
+# -- one prepared call -------------------------------------------------------------
+
+
+def test_every_front_end_prepares_the_same_type(tmp_path: Path) -> None:
+    handle = probe_handle().prepare({"words": ["a"]})
+    plan = utcp.prepare(template("echo UTCP_ARG_m_UTCP_END"), {"m": "x"})
+    legacy = utcp.prepare(
+        {"provider_type": "cli", "name": "old", "command_name": "/bin/echo"}, {"v": "1"}
+    )
+    assert [type(p) for p in (handle, plan, legacy)] == [PreparedCall] * 3
+    assert [p.kind for p in (handle, plan, legacy)] == ["command", "plan", "one-step"]
+    executor = Executor()
+    assert isinstance(executor.run_sync(handle), CommandResult)
+    assert executor.run_sync(plan).output == "x"
+    legacy_result = executor.run_sync(legacy)
+    assert isinstance(legacy_result, PlanResult) and legacy_result.output == "--v 1"
+
+
+def test_a_call_prepared_under_another_policy_is_refused_and_nothing_runs() -> None:
+    """A strict executor does not run what a lenient policy checked."""
+    lenient = utcp.prepare(template("id"), policy=Policy())
+    strict = Executor(Policy(allowed_commands=("/bin/echo",)))
+    with pytest.raises(PolicyError, match="different Policy"):
+        strict.run_sync(lenient)
+    with pytest.raises(PolicyError, match="different Policy"):
+        trio.run(strict.run, lenient)
+    with pytest.raises(PolicyError):
+        strict.describe(lenient)
+    assert strict.spawned == 0
+    # An equal policy, a different object, is the same policy.
+    same = Executor(Policy(allowed_commands=("/bin/echo",)))
+    prepared = utcp.prepare(template("/bin/echo hi"), policy=same.policy)
+    assert strict.run_sync(prepared).output == "hi"
+
+
+def test_paths_are_checked_again_after_the_wait_for_a_slot(tmp_path: Path) -> None:
+    """With one slot, a link swapped to a secret while the call waited is refused."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("public\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("CANARY-5f1e\n")
+    link = workspace / "file"
+    link.symlink_to(workspace / "notes.txt")
+    policy = Policy(workspace=str(workspace), max_concurrency=1)
+    executor = Executor(policy)
+    reader = CommandHandle.load(
+        {
+            "name": "read",
+            "handle": "command",
+            "command": "/bin/cat",
+            "arguments": ["--", "{{file}}"],
+            "directory": str(workspace),
+            "paths": {"file": {"within": "workspace"}},
+            "parameters": {"type": "object", "properties": {"file": {"type": "string"}}},
+        }
+    )
+    holder = CommandHandle.load(
+        {
+            "name": "hold",
+            "handle": "command",
+            "command": PY,
+            "arguments": ["-c", "import time; time.sleep(0.6)"],
+        }
+    )
+    prepared = reader.prepare({"file": "file"}, policy)  # checked now: inside
+    outcome: dict[str, Any] = {}
+
+    def second() -> None:
+        try:
+            outcome["result"] = executor.run_sync(prepared)
+        except PathArgumentError as exc:
+            outcome["refused"] = exc
+
+    first = threading.Thread(target=executor.call_sync, args=(holder,))
+    first.start()
+    time.sleep(0.2)  # the holder has the slot
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    time.sleep(0.1)
+    link.unlink()
+    link.symlink_to(secret)  # swapped while the call waits
+    first.join()
+    waiter.join()
+    assert "result" not in outcome, outcome["result"].stdout
+    assert outcome["refused"].pointer == "/file"
+
+
+# -- the figures -----------------------------------------------------------------
+
+
+def test_a_template_s_own_timeout_is_the_one_reported() -> None:
+    source = template(f"{PY} -c 'import time; time.sleep(5)'", timeout=1000)
+    executor = Executor(Policy(timeout=60))
+    prepared = utcp.prepare(source, policy=executor.policy)
+    assert prepared.timeout == 1
+    assert executor.describe(prepared)["limits"]["timeout"] == 1
+    with pytest.raises(TimeoutError, match="its 1 s timeout"):
+        utcp.call_sync(source, executor=executor)
+    legacy = {
+        "provider_type": "cli",
+        "name": "old",
+        "command_name": "/bin/echo",
+        "timeout": 2000,
+    }
+    assert executor.describe(utcp.prepare(legacy, policy=executor.policy))["limits"]["timeout"] == 2
+
+
+def test_a_0x_provider_runs_in_the_policy_s_workspace(tmp_path: Path) -> None:
+    provider = {"provider_type": "cli", "name": "where", "command_name": "/bin/pwd"}
+    result = utcp.run_sync(provider, policy=Policy(workspace=str(tmp_path)))
+    assert result.output == str(tmp_path)
+
+
+# -- sync and async have the same features ------------------------------------------
+
+
+def test_a_sync_run_streams_its_output_as_it_arrives() -> None:
+    code = "import time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.2)\n"
+    handle = CommandHandle.load(
+        {"name": "slow", "handle": "command", "command": PY, "arguments": ["-c", code]}
+    )
+    executor = Executor()
+    seen: list[tuple[float, str, bytes]] = []
+    started = time.monotonic()
+    result = executor.run_sync(
+        executor.prepare(handle),
+        lambda stream, data: seen.append((time.monotonic() - started, stream, data)),
+    )
+    assert result.stdout == "0\n1\n2\n"
+    assert b"".join(data for _, _, data in seen) == b"0\n1\n2\n"
+    assert seen[0][0] < 0.3  # the first line came before the program ended
+    plan_chunks: list[bytes] = []
+    plan = utcp.prepare(template("echo one && echo two"))
+    executor.run_sync(plan, lambda stream, data: plan_chunks.append(data))
+    assert b"".join(plan_chunks) == b"one\ntwo\n"
+
+
+def test_a_prepared_call_streams_as_events() -> None:
+    async def main() -> list[str]:
+        executor = Executor()
+        kinds = []
+        async with executor.stream(utcp.prepare(template("echo hi"))) as events:
+            async for event in events:
+                kinds.append(event.kind)
+                if event.kind == "exit":
+                    assert isinstance(event.result, PlanResult)
+                    assert event.result.output == "hi"
+        return kinds
+
+    assert trio.run(main) == ["stdout", "exit"]
+
+
+# -- one boundary for errors ----------------------------------------------------------
+
+
+def _toolbox(tmp_path: Path, document: dict[str, Any], **kwargs: Any) -> Toolbox:
+    (tmp_path / "tool.json").write_text(json.dumps(document))
+    return Toolbox.load(tmp_path / "tool.json", **kwargs)
+
+
+def test_a_plan_refused_at_run_time_is_an_error_result(tmp_path: Path) -> None:
+    """A later step's data that begins like an option: the steps before it ran,
+    and the model gets an is_error result, never an exception."""
+    document = {
+        "name": "chain",
+        "call_template_type": "cli",
+        "commands": [
+            {"command": "printf %s -rf"},
+            {"command": "ls $CMD_0_OUTPUT"},
+        ],
+    }
+    with pytest.raises(AfterRunError):
+        utcp.run_sync(document)
+    events: list[AuditEvent] = []
+    toolbox = _toolbox(tmp_path, document, events=events.append)
+    for result in (
+        toolbox.call_sync("chain", {}),
+        trio.run(toolbox.call, "chain", {}),
+        asyncio.run(toolbox.call("chain", {})),
+    ):
+        assert result.is_error
+        assert "was stopped before one of its commands" in result.content
+        assert "commands before it ran" in result.content
+        assert isinstance(result.result, PlanResult)
+    refused = [e for e in events if e.kind == "refused"]
+    assert len(refused) == 3 and all(e.details["after_run"] for e in refused)
+
+
+def test_a_bare_template_s_advertised_schema_is_enforced(tmp_path: Path) -> None:
+    toolbox = _toolbox(tmp_path, {"name": "say", **template("echo UTCP_ARG_m_UTCP_END")})
+    schema = toolbox.describe("mcp")[0]["inputSchema"]
+    assert schema["properties"] == {"m": {"type": "string"}}
+    extra = toolbox.call_sync("say", {"m": "hi", "other": "x"})
+    assert extra.is_error and "other" in extra.content
+    wrong_type = toolbox.call_sync("say", {"m": 5})
+    assert wrong_type.is_error and "`m`" in wrong_type.content
+    assert toolbox.executor.spawned == 0
+    assert toolbox.call_sync("say", {"m": "hi"}).content == "hi"
+
+
+def test_an_async_events_sink_is_awaited(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def sink(event: AuditEvent) -> None:
+        await asyncio.sleep(0) if _in_asyncio() else await trio.sleep(0)
+        seen.append(event.kind)
+
+    toolbox = _toolbox(tmp_path, {"name": "say", **template("/bin/echo hi")}, events=sink)
+    assert seen == ["loaded"]
+    seen.clear()
+    trio.run(toolbox.call, "say", {})
+    assert seen == ["spawned", "exited"]
+    seen.clear()
+    asyncio.run(toolbox.call("say", {}))
+    assert seen == ["spawned", "exited"]
+    seen.clear()
+    toolbox.call_sync("say", {})
+    assert seen == ["spawned", "exited"]
+
+
+def _in_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+# -- redaction before every cut -------------------------------------------------------
+
+SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
+
+
+def _echo_secret_tool(tmp_path: Path, code: str) -> Toolbox:
+    document = {
+        "name": "leak",
+        "handle": "command",
+        "command": PY,
+        "arguments": ["-c", code],
+        "environment": {"TOKEN": {"$credential": "token"}},
+    }
+    return _toolbox(
+        tmp_path,
+        document,
+        credentials=lambda principal, handle: {"scheme": "bearer", "token": SECRET},
+    )
+
+
+@pytest.mark.parametrize("offset", [-25, -10, -3, 0, 5])
+def test_a_secret_across_the_content_cut_shows_no_part(tmp_path: Path, offset: int) -> None:
+    """The model's text is cut to max_content around its middle: a credential
+    that straddles the cut shows none of its characters."""
+    budget = 200
+    pad = budget // 2 + offset
+    code = f"import os; print('a' * {pad} + os.environ['TOKEN'] + 'b' * 400)"
+    toolbox = _echo_secret_tool(tmp_path, code)
+    toolbox.max_content = budget
+    result = toolbox.call_sync("leak", {})
+    assert not result.is_error, result.content
+    for size in range(6, len(SECRET) + 1):
+        assert SECRET[:size] not in result.content
+        assert SECRET[-size:] not in result.content
+
+
+@pytest.mark.parametrize("offset", [-20, -5, 0])
+def test_a_secret_across_the_executor_s_cap_shows_no_part(tmp_path: Path, offset: int) -> None:
+    """The executor keeps max_output bytes (and a tail) without knowing secrets:
+    the model's text redacts the part of a secret each piece holds."""
+    cap = 4096
+    code = f"import os; print('a' * ({cap} + {offset}) + os.environ['TOKEN'] + 'b' * 200, end='')"
+    toolbox = _echo_secret_tool(tmp_path, code)
+    toolbox_policy = Policy(max_output=cap)
+    toolbox = Toolbox(list(toolbox), policy=toolbox_policy, credentials=toolbox._credentials)
+    result = toolbox.call_sync("leak", {})
+    assert isinstance(result.result, CommandResult) and result.result.stdout_truncated
+    for size in range(6, len(SECRET) + 1):
+        assert SECRET[:size] not in result.content
+        assert SECRET[-size:] not in result.content
+
+
+def test_a_long_progress_line_is_redacted_before_it_is_cut(tmp_path: Path) -> None:
+    """on_output gets the last 4096 characters of a long line: a secret that
+    straddles that cut shows no part."""
+    lines: list[str] = []
+    for offset in (-30, -10, 0):
+        keep = 4096 - 10 + offset  # where the cut falls inside the secret
+        code = f"import os; print(os.environ['TOKEN'] + 'x' * {keep})"
+        toolbox = _echo_secret_tool(tmp_path, code)
+
+        async def collect(stream: str, line: str) -> None:
+            lines.append(line)
+
+        trio.run(lambda: toolbox.call("leak", {}, on_output=collect))
+    assert lines
+    for line in lines:
+        for size in range(6, len(SECRET) + 1):
+            assert SECRET[:size] not in line and SECRET[-size:] not in line
+
+
+def test_nothing_is_left_running_by_the_prepared_paths() -> None:
+    executor = Executor()
+    pid_seen: list[int] = []
+    prepared = probe_handle().prepare({"words": ["x"]})
+    result = executor.run_sync(prepared, on_started=lambda pid, program: pid_seen.append(pid))
+    assert report(result)["argv"] == ["x"]
+    assert pid_seen and not os.path.exists(f"/proc/{pid_seen[0]}/stat") or _zombie_free(pid_seen)
+
+
+def _zombie_free(pids: list[int]) -> bool:
+    from .processes import alive
+
+    return not any(alive(pid) for pid in pids)
