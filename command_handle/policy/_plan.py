@@ -22,6 +22,7 @@ from ..errors import (
 from ..plan import (
     BUILTIN_NAMES,
     Arg,
+    Command,
     Lit,
     Plan,
     Word,
@@ -91,6 +92,23 @@ def check_plan(
 ) -> tuple[dict[str, str], str]:
     """Check the whole plan against the call and the policy; raise before anything
     runs. Returns the steps' starting environment and working directory."""
+    _check_arguments_given(plan, arguments)
+    _check_argument_words(plan, arguments, policy)
+    env = plan_environment(plan, variables, policy)
+    _check_sizes(plan, arguments, env)
+    cwd = resolve_directory(plan.working_dir or policy.workspace, "/working_dir")
+    search = policy.search_path
+    if search is None:
+        search = tuple(env.get("PATH", BASH_DEFAULT_PATH).split(os.pathsep))
+    for step, command in iter_commands(plan):
+        where = f"/commands/{step}/command"
+        _check_assignments(command, policy, where)
+        _check_literal_program(command, cwd, search, policy, where)
+    return env, cwd
+
+
+def _check_arguments_given(plan: Plan, arguments: Mapping[str, str]) -> None:
+    """Every placeholder has a value, and each value has a byte form."""
     violations = [
         Violation(f"/{name}", f"missing argument {name!r} used by the template", "required")
         for name in plan.arguments
@@ -103,49 +121,50 @@ def check_plan(
     ]
     if violations:
         raise ArgumentsError(violations)
-    _check_argument_words(plan, arguments, policy)
-    env = plan_environment(plan, variables, policy)
-    _check_sizes(plan, arguments, env)
-    cwd = resolve_directory(plan.working_dir or policy.workspace, "/working_dir")
-    search = policy.search_path
-    if search is None:
-        search = tuple(env.get("PATH", BASH_DEFAULT_PATH).split(os.pathsep))
-    for step, command in iter_commands(plan):
-        where = f"/commands/{step}/command"
-        for assignment in command.assignments:
-            check_variable_name(assignment.name, policy, where)
-            value = assignment.value or ()
-            if any(isinstance(part, Arg) for part in value) and policy.refuses_model_value(
-                assignment.name
-            ):
-                raise EnvironmentVariableError(
-                    f"{assignment.name} is read by programs as options or commands; a tool "
-                    "argument may not set it (Policy.allow_environment)",
-                    where,
-                )
-        if not command.words:
-            continue
-        first = command.words[0]
-        if not word_is_static(first):
-            if policy.allowed_commands is not None:
-                raise CommandError(
-                    "the policy lists the allowed commands, so the program must be written "
-                    "literally, not computed",
-                    where,
-                )
-            continue
-        name = word_text(first)
-        if name in BUILTIN_NAMES or ("/" in name and not os.path.isabs(name)):
-            continue  # a relative path is resolved where the step has gone by then
-        # A program written literally is checked now; one that is not found is
-        # bash's "command not found" (status 127) at run time, as the template may
-        # create it or change directory first.
-        path = find_program(name, cwd, search)
-        if path is not None and os.path.isfile(path):
-            check_program(path, policy, where, shown=name)
-        elif policy.allowed_commands is not None and name not in policy.allowed_commands:
-            raise CommandError(f"the policy does not allow the command {name!r}", where)
-    return env, cwd
+
+
+def _check_assignments(command: Command, policy: Policy, where: str) -> None:
+    """``NAME=value`` before a command: a name the policy lets templates set, and
+    no tool argument in a variable that programs read as options or commands."""
+    for assignment in command.assignments:
+        check_variable_name(assignment.name, policy, where)
+        value = assignment.value or ()
+        if any(isinstance(part, Arg) for part in value) and policy.refuses_model_value(
+            assignment.name
+        ):
+            raise EnvironmentVariableError(
+                f"{assignment.name} is read by programs as options or commands; a tool "
+                "argument may not set it (Policy.allow_environment)",
+                where,
+            )
+
+
+def _check_literal_program(
+    command: Command, cwd: str, search: tuple[str, ...], policy: Policy, where: str
+) -> None:
+    """A program written literally is checked now (found, not set-user-ID, on the
+    allowlist); one that is not found is bash's "command not found" (status
+    127) at run time, as the template may create it or change directory first.
+    A computed program is refused when the policy lists the allowed commands."""
+    if not command.words:
+        return
+    first = command.words[0]
+    if not word_is_static(first):
+        if policy.allowed_commands is not None:
+            raise CommandError(
+                "the policy lists the allowed commands, so the program must be written "
+                "literally, not computed",
+                where,
+            )
+        return
+    name = word_text(first)
+    if name in BUILTIN_NAMES or ("/" in name and not os.path.isabs(name)):
+        return  # a relative path is resolved where the step has gone by then
+    path = find_program(name, cwd, search)
+    if path is not None and os.path.isfile(path):
+        check_program(path, policy, where, shown=name)
+    elif policy.allowed_commands is not None and name not in policy.allowed_commands:
+        raise CommandError(f"the policy does not allow the command {name!r}", where)
 
 
 def _leading_argument(word: Word) -> Arg | None:
