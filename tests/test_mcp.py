@@ -195,7 +195,17 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "call_template_type": "cli",
                     "commands": [{"command": f"{PY} {folder / 'ticker.py'}"}],
                 },
-            }
+            },
+            {
+                # refused at run time: the second step's data begins like an option
+                "name": "chain",
+                "description": "a plan whose later step is refused",
+                "inputs": {"type": "object", "properties": {}},
+                "tool_call_template": {
+                    "call_template_type": "cli",
+                    "commands": [{"command": "printf %s -rf"}, {"command": "ls $CMD_0_OUTPUT"}],
+                },
+            },
         ],
     }
     (folder / "utcp.json").write_text(json.dumps(manual))
@@ -382,15 +392,18 @@ def test_mistakes_and_failures_are_results_with_is_error(connect: Connect) -> No
                 await client.call_tool("structured", {"text": "a", "extra": 1}),
                 await client.call_tool("no-such-tool", {}),
                 await client.call_tool("tree", {"tag": "-x"}),
+                await client.call_tool("utcp_chain", {}),
             ]
 
-    wrong_type, extra, unknown, pattern = anyio.run(main)
-    for result in (wrong_type, extra, unknown, pattern):
+    wrong_type, extra, unknown, pattern, after_run = anyio.run(main)
+    for result in (wrong_type, extra, unknown, pattern, after_run):
         assert result.is_error is True and result.structured_content is None
     assert "`text` must be of type string" in text_of(wrong_type)
     assert "`extra` is not a parameter of this tool" in text_of(extra)
     assert "no tool named `no-such-tool`" in text_of(unknown)
     assert "`tag` must match the pattern" in text_of(pattern)
+    # A plan refused after its first step ran is a result too, not a JSON-RPC error.
+    assert "was stopped before one of its commands" in text_of(after_run)
 
 
 def test_a_credential_from_the_command_line_stays_hidden(connect: Connect) -> None:
