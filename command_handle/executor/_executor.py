@@ -32,7 +32,7 @@ from ._plan_checks import PreparedPlan, prepare_plan
 from ._plan_result import PlanResult
 from ._process import run_invocation, run_invocation_sync
 from ._result import CommandResult
-from ._sandbox import call_tmpdir, profile_for, spawner_for
+from ._sandbox import call_tmpdir, call_tmpdir_async, profile_for, spawner_for
 from ._slots import Slots
 from ._spawn import Spawner
 
@@ -205,7 +205,7 @@ class Executor:
                 return await run_invocation(
                     invocation, on_chunk, self._count_spawn, None, on_started
                 )
-            with call_tmpdir(profile) as tmpdir:
+            async with call_tmpdir_async(profile) as tmpdir:
                 return await run_invocation(
                     _with_tmpdir(invocation, tmpdir, profile),
                     on_chunk,
@@ -324,7 +324,7 @@ class Executor:
         profile = profile_for(self.policy)
         await self._slots.acquire()
         try:
-            with call_tmpdir(profile) as tmpdir:
+            async with call_tmpdir_async(profile) as tmpdir:
                 return await _run_plan()(
                     *self._plan_run(prepared, tmpdir, profile),
                     on_started=on_started,
