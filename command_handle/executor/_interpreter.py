@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -56,7 +55,8 @@ from . import _bubblewrap as bubblewrap
 from ._capture import Capture
 from ._cgroup import CallCgroup
 from ._drive import ChunkCallback, drive
-from ._expand import Segment, fields_with_origin, join
+from ._expand import Segment, join
+from ._files import PlanFiles, files_for, stream_named
 from ._landlock import SandboxProfile
 from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
 from ._plan_result import PlanResult, StepResult
@@ -77,9 +77,11 @@ _Sink = Capture  # a step's merged output, or a substitution's
 
 @dataclass(frozen=True)
 class _Fd:
-    """A descriptor someone else owns: a pipe end, an opened file, /dev/null."""
+    """A descriptor someone else owns: a pipe end, an opened file, /dev/null.
+    ``pipe`` is set for a pipeline's pipe, which a builtin writes without blocking."""
 
     fd: int
+    pipe: bool = False
 
 
 _Target = _Sink | _Fd
@@ -93,7 +95,7 @@ async def _write(target: _Target, data: bytes) -> None:
         return
     view = memoryview(data)
     try:
-        if stat.S_ISFIFO(os.fstat(target.fd).st_mode):
+        if target.pipe:
             # Only this builtin holds this pipe end, so it can be made non-blocking
             # while it writes: a full pipe then waits without blocking the loop.
             os.set_blocking(target.fd, False)
@@ -203,6 +205,7 @@ class _PlanRun:
         self.step_sink: _Sink | None = None
         self.confined = confined
         self.bubblewrap: tuple[SandboxProfile, str] | None = None
+        self.files: PlanFiles = files_for(None, None, None)
         self.plan = plan
         self.arguments = arguments
         self.policy = policy
@@ -308,8 +311,8 @@ class _PlanRun:
                 async with anyio.create_task_group() as group:
                     for index, command in enumerate(commands):
                         last = index == len(pipes)
-                        source = _Fd(pipes[index - 1][0]) if index else stdin
-                        sink: _Target = out if last else _Fd(pipes[index][1])
+                        source = _Fd(pipes[index - 1][0], pipe=True) if index else stdin
+                        sink: _Target = out if last else _Fd(pipes[index][1], pipe=True)
                         errors = sink if not last and pipeline.stderr_piped[index] else err
                         owned = [pipes[index - 1][0]] if index else []
                         if not last:
@@ -385,7 +388,7 @@ class _PlanRun:
         expanded = _Words()
         for word in words:
             segments = await self.segments(word, state, err)
-            fields = fields_with_origin(segments, state.cwd)
+            fields = await self.files.fields(segments, state.cwd)
             depends = any(segment.data for segment in segments)
             expanded.texts += [text for text, _ in fields]
             expanded.led_by_data += [lead for _, lead in fields]
@@ -451,13 +454,21 @@ class _PlanRun:
     ) -> _Target | None:
         err = table[2]
         segments = await self.segments(redirect.target, state, err)
-        targets = fields_with_origin(segments, state.cwd)
+        targets = await self.files.fields(segments, state.cwd)
         if len(targets) != 1:
             await self.write(err, _message("ambiguous redirect"))
             return None
         name = targets[0][0]
+        if name == os.devnull:  # the most common target: the run's own, nothing to open
+            return _Fd(self.devnull)
+        stream = stream_named(name)
+        if stream is not None:  # the command's own descriptor, as bash reads the name
+            if stream <= 2:
+                return table[stream]
+            await self.write(err, _message(name, os.strerror(errno.ENOENT)))
+            return None
         try:
-            fd = os.open(os.path.join(state.cwd, name), _open_flags(redirect.op), 0o666)
+            fd = await self.files.open(os.path.join(state.cwd, name), _open_flags(redirect.op))
         except OSError as exc:
             await self.write(err, _message(name, exc.strerror or "cannot open"))
             return None
@@ -780,6 +791,8 @@ async def run_plan(
         run.on_chunk = on_chunk
         if profile is not None and profile.backend == "bubblewrap":
             run.bubblewrap = (profile, env["TMPDIR"])
+        # Redirections and globs happen where the sandbox holds (docs/sandbox.md).
+        run.files = files_for(confined, profile, env.get("TMPDIR"))
         return await run.run(state)
     except OSError as exc:
         if exc.errno in RESOURCE_ERRNOS:
