@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -88,6 +89,8 @@ _Target = _Sink | _Fd
 
 
 async def _write(target: _Target, data: bytes) -> None:
+    """Write all of ``data``. Raises OSError; a reader gone (EPIPE) ends the writing
+    subshell with status 141, silently, as SIGPIPE ends it in bash."""
     if not data:
         return
     if isinstance(target, _Sink):
@@ -110,8 +113,8 @@ async def _write(target: _Target, data: bytes) -> None:
             return
         while view:
             view = view[os.write(target.fd, view) :]
-    except OSError:
-        pass  # the reader went away, as SIGPIPE would end a writer in bash
+    except BrokenPipeError:
+        raise ShellExit(128 + signal.SIGPIPE) from None
 
 
 def _close(fd: int) -> None:
@@ -152,6 +155,23 @@ class _Assignments:
 
     values: list[tuple[str, str | None]] = field(default_factory=list)
     from_data: set[str] = field(default_factory=set)
+
+
+class _BuiltinOutput:
+    """A builtin's standard output. bash's builtins check their output when they
+    return: the first write error is kept, and the builtin then fails."""
+
+    def __init__(self, run: _PlanRun, target: _Target) -> None:
+        self.run = run
+        self.target = target
+        self.error: OSError | None = None
+
+    async def write(self, data: bytes) -> None:
+        if self.error is None:
+            try:
+                await self.run.write(self.target, data)
+            except OSError as exc:
+                self.error = exc
 
 
 class _Pipes:
@@ -263,16 +283,21 @@ class _PlanRun:
 
     async def write(self, target: _Target, data: bytes) -> None:
         """What a builtin (or a message of ours) writes; into the step's own output
-        it reaches a streaming caller too, as a child's output does."""
+        it reaches a streaming caller too, as a child's output does. Raises OSError."""
         await _write(target, data)
         if data and target is self.step_sink and self.on_chunk is not None:
             await self.on_chunk("stdout", data)
+
+    async def note(self, target: _Target, data: bytes) -> None:
+        """A message on a standard error: bash ignores a failure to write one."""
+        with contextlib.suppress(OSError):
+            await self.write(target, data)
 
     async def enter(self, step: Step, state: ShellState, sink: _Sink) -> int:
         """A step's own ``working_dir``: a ``cd`` before its commands (0 without one)."""
         if step.working_dir is None:
             return 0
-        io = BuiltinIO(partial(self.write, sink), partial(self.write, sink))
+        io = BuiltinIO(partial(self.note, sink), partial(self.note, sink))
         return await BUILTINS["cd"](state, [step.working_dir], io)
 
     @staticmethod
@@ -456,7 +481,7 @@ class _PlanRun:
         segments = await self.segments(redirect.target, state, err)
         targets = await self.files.fields(segments, state.cwd)
         if len(targets) != 1:
-            await self.write(err, _message("ambiguous redirect"))
+            await self.note(err, _message("ambiguous redirect"))
             return None
         name = targets[0][0]
         if name == os.devnull:  # the most common target: the run's own, nothing to open
@@ -465,12 +490,12 @@ class _PlanRun:
         if stream is not None:  # the command's own descriptor, as bash reads the name
             if stream <= 2:
                 return table[stream]
-            await self.write(err, _message(name, os.strerror(errno.ENOENT)))
+            await self.note(err, _message(name, os.strerror(errno.ENOENT)))
             return None
         try:
             fd = await self.files.open(os.path.join(state.cwd, name), _open_flags(redirect.op))
         except OSError as exc:
-            await self.write(err, _message(name, exc.strerror or "cannot open"))
+            await self.note(err, _message(name, exc.strerror or "cannot open"))
             return None
         opened.append(fd)
         return _Fd(fd)
@@ -501,7 +526,7 @@ class _PlanRun:
         self, assignments: _Assignments, state: ShellState, table: list[_Target]
     ) -> int:
         args = [name if text is None else f"{name}={text}" for name, text in assignments.values]
-        io = BuiltinIO(partial(self.write, table[1]), partial(self.write, table[2]))
+        io = BuiltinIO(partial(self.note, table[1]), partial(self.note, table[2]))
         status = await BUILTINS["export"](state, args, io)
         for name, text in assignments.values:
             if text is not None:
@@ -515,10 +540,14 @@ class _PlanRun:
         if name == "export":  # reached through a variable: names checked now
             for arg in args:
                 check_variable_name(arg.partition("=")[0], self.policy, self.where)
-        io = BuiltinIO(partial(self.write, table[1]), partial(self.write, table[2]))
-        status = await builtin(state, args, io)
+        out = _BuiltinOutput(self, table[1])
+        status = await builtin(state, args, BuiltinIO(out.write, partial(self.note, table[2])))
         if name == "cd":
             self.track_directory(args, words.led_by_data[1:], words.chosen_by_data[1:], state)
+        if out.error is not None:
+            reason = out.error.strerror or str(out.error)
+            await self.note(table[2], f"{name}: write error: {reason}\n".encode(errors="replace"))
+            return 1
         return status
 
     @property
@@ -604,7 +633,7 @@ class _PlanRun:
         """Run a program and wait for it: its status, as bash gives it."""
         path, status, problem = self.resolve(words[0], state)
         if path is None:
-            await self.write(table[2], _message(words[0], problem))
+            await self.note(table[2], _message(words[0], problem))
             return status
         env = state.environment()
         env.update((name, value or "") for name, value in assignments)
@@ -662,7 +691,7 @@ class _PlanRun:
             reason = errno.errorcode.get(exc.errno or 0, "error")
             # As bash reports it; a directory removed after the check is named.
             subject = state.cwd if exc.filename == state.cwd else words[0]
-            await self.write(table[2], _message(subject, f"{exc.strerror or exc} ({reason})"))
+            await self.note(table[2], _message(subject, f"{exc.strerror or exc} ({reason})"))
             return 126 if exc.errno != errno.ENOENT else 127
         finally:
             pipes.close_write_ends()
@@ -738,7 +767,7 @@ class _PlanRun:
             return [Segment(text, part.quoted, split=not part.quoted, data=data)]
         # :? and ?: the message goes to stderr, and the step (or subshell) ends
         why = text or ("parameter null or not set" if op == ":?" else "parameter not set")
-        await self.write(err, _message(name, why))
+        await self.note(err, _message(name, why))
         raise ShellExit(1)
 
     async def operand(self, part: Var, state: ShellState, err: _Target) -> list[Segment]:
