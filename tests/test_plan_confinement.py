@@ -212,14 +212,19 @@ async def _with_heartbeat(call: Callable[[], Awaitable[object]]) -> tuple[object
     return value, took, longest
 
 
+@pytest.mark.parametrize("sandbox", ["off", "read-only"])
 @pytest.mark.parametrize("loop", ["trio", "asyncio"])
-def test_a_redirection_to_a_fifo_neither_blocks_nor_stalls_the_loop(loop: str, fifo: Path) -> None:
+def test_a_redirection_to_a_fifo_neither_blocks_nor_stalls_the_loop(
+    loop: str, sandbox: str, fifo: Path
+) -> None:
+    """Unconfined the open runs on the loop's thread, confined on a spawner thread
+    the call waits for: without O_NONBLOCK either would wait for a reader."""
     source = template(
         "echo x > UTCP_ARG_f_UTCP_END; echo write=$?",
         "cat < UTCP_ARG_f_UTCP_END; echo read=$?",
         "echo x >> UTCP_ARG_f_UTCP_END; echo append=$?",
     )
-    policy = Policy(timeout=1)
+    policy = Policy(timeout=1, sandbox=sandbox)
 
     async def call() -> PlanResult:
         return await utcp.run(source, {"f": str(fifo)}, policy=policy)
