@@ -229,6 +229,20 @@ def test_the_executable_is_replaced_by_something_that_cannot_run(tmp_path: Path)
     assert "ENOEXEC" in str(caught.value) and caught.value.pointer == "/command"
 
 
+def test_a_plan_program_that_cannot_start_leaves_no_descriptor(tmp_path: Path) -> None:
+    """A launch refused by the system (ENOEXEC) is bash's status 126; the pipe
+    made for the step's output was left open on every such step."""
+    program = tmp_path / "garbage"
+    program.write_bytes(b"\x7fELF\x00garbage")
+    program.chmod(0o755)
+    source = {"call_template_type": "cli", "commands": [{"command": f"{program}; echo $?"}]}
+    utcp.run_sync({"call_template_type": "cli", "commands": [{"command": "true"}]})  # warm
+    with nothing_left_behind():
+        for _ in range(3):
+            result = utcp.run_sync(source)
+    assert result.output.endswith("Exec format error (ENOEXEC)\n126")
+
+
 def _permission_scenario() -> dict[str, Any]:
     base = tempfile.mkdtemp()
     work = os.path.join(base, "work")

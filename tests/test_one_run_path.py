@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def test_every_front_end_prepares_the_same_type(tmp_path: Path) -> None:
 def test_a_call_prepared_under_another_policy_is_refused_and_nothing_runs() -> None:
     """A strict executor does not run what a lenient policy checked."""
     lenient = utcp.prepare(template("id"), policy=Policy())
-    strict = Executor(Policy(allowed_commands=("/bin/echo",)))
+    strict = Executor(Policy(allowed_commands=frozenset({"/bin/echo"})))
     with pytest.raises(PolicyError, match="different Policy"):
         strict.run_sync(lenient)
     with pytest.raises(PolicyError, match="different Policy"):
@@ -69,7 +70,7 @@ def test_a_call_prepared_under_another_policy_is_refused_and_nothing_runs() -> N
         strict.describe(lenient)
     assert strict.spawned == 0
     # An equal policy, a different object, is the same policy.
-    same = Executor(Policy(allowed_commands=("/bin/echo",)))
+    same = Executor(Policy(allowed_commands=frozenset({"/bin/echo"})))
     prepared = utcp.prepare(template("/bin/echo hi"), policy=same.policy)
     assert strict.run_sync(prepared).output == "hi"
 
@@ -324,15 +325,15 @@ def test_a_long_progress_line_is_redacted_before_it_is_cut(tmp_path: Path) -> No
     """on_output gets the last 4096 characters of a long line: a secret that
     straddles that cut shows no part."""
     lines: list[str] = []
+
+    async def collect(stream: str, line: str) -> None:
+        lines.append(line)
+
     for offset in (-30, -10, 0):
         keep = 4096 - 10 + offset  # where the cut falls inside the secret
         code = f"import os; print(os.environ['TOKEN'] + 'x' * {keep})"
         toolbox = _echo_secret_tool(tmp_path, code)
-
-        async def collect(stream: str, line: str) -> None:
-            lines.append(line)
-
-        trio.run(lambda: toolbox.call("leak", {}, on_output=collect))
+        trio.run(partial(toolbox.call, "leak", {}, on_output=collect))
     assert lines
     for line in lines:
         for size in range(6, len(SECRET) + 1):
@@ -345,7 +346,7 @@ def test_nothing_is_left_running_by_the_prepared_paths() -> None:
     prepared = probe_handle().prepare({"words": ["x"]})
     result = executor.run_sync(prepared, on_started=lambda pid, program: pid_seen.append(pid))
     assert report(result)["argv"] == ["x"]
-    assert pid_seen and not os.path.exists(f"/proc/{pid_seen[0]}/stat") or _zombie_free(pid_seen)
+    assert (pid_seen and not os.path.exists(f"/proc/{pid_seen[0]}/stat")) or _zombie_free(pid_seen)
 
 
 def _zombie_free(pids: list[int]) -> bool:

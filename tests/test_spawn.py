@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
 from pathlib import Path
 
+import anyio
 import pytest
+import trio
 
 from command_handle import CommandHandle, Executor, Policy
 from command_handle.executor import _posix_spawn, _spawn
@@ -126,3 +129,44 @@ def test_a_spawner_thread_reuses_file_actions_only_for_the_same_launch(tmp_path:
         assert (seen["cwd"], seen["stdin"], seen["argv"]) == (str(first), "in", [str(index)])
         seen = report(executor.call_sync(without, {"words": [str(index)]}))
         assert (seen["cwd"], seen["stdin"], seen["argv"]) == (str(second), None, [str(index)])
+
+
+@pytest.mark.parametrize("deadline", ["anyio-asyncio", "asyncio.timeout", "trio"])
+def test_a_deadline_that_falls_during_a_spawner_call_is_the_deadline_s(deadline: str) -> None:
+    """A spawner call is shielded (a launch cannot be taken back): the caller gets
+    its value, and the deadline lands at the next await as that deadline's own
+    cancellation, so its scope catches it. Re-delivering it as a new request left
+    asyncio counting one cancellation too many: a plan's timeout that fell
+    during a launch escaped ``move_on_after`` as a bare CancelledError."""
+    spawner = _spawn.Spawner(lambda: None)
+
+    def slow() -> str:
+        time.sleep(0.3)
+        return "done"
+
+    async def with_anyio() -> tuple[bool, str]:
+        value = ""
+        with anyio.move_on_after(0.05) as scope:
+            value = await spawner.call_async(slow)
+            await anyio.sleep(5)  # the deadline lands here
+        return scope.cancelled_caught, value
+
+    async def with_asyncio_timeout() -> tuple[bool, str]:
+        value = ""
+        try:
+            async with asyncio.timeout(0.05):
+                value = await spawner.call_async(slow)
+                await asyncio.sleep(5)
+        except TimeoutError:
+            return True, value
+        return False, value
+
+    started = time.monotonic()
+    if deadline == "anyio-asyncio":
+        caught, value = asyncio.run(with_anyio())
+    elif deadline == "asyncio.timeout":
+        caught, value = asyncio.run(with_asyncio_timeout())
+    else:
+        caught, value = trio.run(with_anyio)
+    assert (caught, value) == (True, "done")
+    assert time.monotonic() - started < 2

@@ -310,6 +310,27 @@ def test_output_is_capped_by_the_policy() -> None:
     assert len(result.steps[0].output) == 1000
 
 
+def test_a_builtin_that_cannot_write_fails_with_bash_s_message() -> None:
+    """bash checks a builtin's output when it returns: status 1 and a message on
+    stderr; an error writing the message itself is ignored."""
+    source = template(
+        "echo x > /dev/full; echo $?",
+        "pwd > /dev/full; echo $?",
+        "cd /; cd - > /dev/full; echo $?",
+        "printf x > /dev/full; echo $?",  # the program: coreutils says the same
+        "echo x 2>/dev/full >/dev/full; echo $?",
+    )
+    full = "write error: No space left on device"
+    result = trio.run(lambda: utcp.run(source, {}))
+    assert [step.text for step in result.steps] == [
+        f"echo: {full}\n1",
+        f"pwd: {full}\n1",
+        f"cd: {full}\n1",
+        f"printf: {full}\n1",
+        "1",
+    ]
+
+
 def test_invalid_utf8_is_replaced_in_the_result_and_kept_between_steps() -> None:
     source = template("printf 'a\\377b'", f'{PY} {PROBE} "$CMD_0_OUTPUT"')
     result = trio.run(lambda: utcp.run(source, {}))

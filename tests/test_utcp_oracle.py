@@ -70,6 +70,11 @@ CONSTRUCTS: dict[str, str] = {
     "exit": "echo before; exit 3; echo after",
     "exit in a substitution": 'x=$(echo in; exit 5); echo "$x" $?',
     "exit in a pipeline": "exit 2 | cat; echo after $?",
+    "write errors": "echo x 2>/dev/null >/dev/full; echo $?; pwd 2>/dev/null >/dev/full; echo $?; "
+    "printf x 2>/dev/null >/dev/full; echo $?; echo -n '' >/dev/full; echo $?; "
+    "cd sub; cd - 2>/dev/null >/dev/full; echo $? $PWD",
+    "stream names": "echo a > /dev/stderr; echo b > /dev/stdout; echo c > /dev/fd/2; "
+    "echo d 2>&1 > /dev/fd/1; cat < /dev/stdin; echo e 2>/dev/null > /dev/fd/7; echo $?",
 }
 
 

@@ -34,7 +34,7 @@ from ._call_plan import describe
 from ._drive import ChunkCallback, SyncChunkCallback
 from ._landlock import SandboxProfile
 from ._process import run_invocation, run_invocation_sync
-from ._sandbox import call_tmpdir, profile_for, spawner_for
+from ._sandbox import call_tmpdir, call_tmpdir_async, profile_for, spawner_for
 from ._slots import Slots
 
 __all__ = ["Event", "EventStream", "Executor", "HandleSource", "OnStarted"]
@@ -246,7 +246,7 @@ class Executor:
             # microseconds after the same checks.
             if waited or not fresh:
                 prepared.recheck()
-            with call_tmpdir(profile) as tmpdir:
+            async with call_tmpdir_async(profile) as tmpdir:
                 spawner = spawner_for(profile) if profile is not None else None
                 if prepared.kind == "plan":
                     return await _run_plan()(

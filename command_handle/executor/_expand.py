@@ -11,9 +11,10 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Segment", "fields", "fields_with_origin", "join"]
+__all__ = ["Segment", "fields", "fields_with_origin", "join", "may_glob"]
 
 # bash ignores IFS from the environment and the plan refuses assigning it,
 # so splitting always uses the default: space, tab, newline.
@@ -36,14 +37,22 @@ def join(segments: list[Segment]) -> str:
     return "".join(segment.text for segment in segments)
 
 
+def may_glob(segments: list[Segment]) -> bool:
+    """Whether expanding the word may read directories (an unquoted glob character)."""
+    return any(not s.quoted and _GLOB_CHARACTERS.search(s.text) for s in segments)
+
+
 def fields(segments: list[Segment], cwd: str) -> list[str]:
     """Split the word into fields, then expand globs relative to ``cwd``."""
     return [text for text, _ in fields_with_origin(segments, cwd)]
 
 
-def fields_with_origin(segments: list[Segment], cwd: str) -> list[tuple[str, bool]]:
+def fields_with_origin(
+    segments: list[Segment], cwd: str, visible: Callable[[str], bool] | None = None
+) -> list[tuple[str, bool]]:
     """:func:`fields`, each with whether its first character came from data (a
-    segment marked ``data``): the flag guard asks who wrote a field's start."""
+    segment marked ``data``): the flag guard asks who wrote a field's start.
+    ``visible`` drops glob matches a sandbox would not show."""
     result: list[tuple[str, bool]] = []
     current: list[tuple[str, bool]] = []  # (text, may glob)
     lead = False  # the current field's first run came from data
@@ -55,7 +64,7 @@ def fields_with_origin(segments: list[Segment], cwd: str) -> list[tuple[str, boo
             lead = data
 
     def finish() -> None:
-        result.extend((text, lead) for text in _expand_field(current, cwd))
+        result.extend((text, lead) for text in _expand_field(current, cwd, visible))
 
     for segment in segments:
         if segment.quoted:
@@ -83,7 +92,9 @@ def fields_with_origin(segments: list[Segment], cwd: str) -> list[tuple[str, boo
     return result
 
 
-def _expand_field(runs: list[tuple[str, bool]], cwd: str) -> list[str]:
+def _expand_field(
+    runs: list[tuple[str, bool]], cwd: str, visible: Callable[[str], bool] | None
+) -> list[str]:
     text = "".join(run for run, _ in runs)
     if not any(active and _GLOB_CHARACTERS.search(run) for run, active in runs):
         return [text]
@@ -94,6 +105,8 @@ def _expand_field(runs: list[tuple[str, bool]], cwd: str) -> list[str]:
         matches = glob.glob(pattern, root_dir=cwd)
     except OSError:  # pragma: no cover - unreadable directories simply do not match
         matches = []
+    if visible is not None:
+        matches = [match for match in matches if visible(match)]
     if not matches:
         return [text]  # bash without nullglob: the word stays as written
     # bash sorts matches; byte order is its order under the C locale.

@@ -17,10 +17,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
+import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import anyio
@@ -37,10 +37,12 @@ from ..errors import (
 from ..plan import (
     STEP_OUTPUT,
     Arg,
+    Assignment,
     Command,
     Lit,
     Pipeline,
     Plan,
+    Redirect,
     Sequence,
     Step,
     Subst,
@@ -62,13 +64,14 @@ from . import _bubblewrap as bubblewrap
 from ._capture import Capture
 from ._cgroup import CallCgroup
 from ._drive import ChunkCallback, drive
-from ._expand import Segment, fields, fields_with_origin, join
+from ._expand import Segment, join
+from ._files import PlanFiles, files_for, stream_named
 from ._landlock import SandboxProfile
 from ._process import RESOURCE_ERRNOS, resource_error
 from ._shell import BuiltinIO, ShellExit, ShellState
-from ._spawn import Spawner, launch, launch_async
+from ._spawn import Child, Spawner, launch, launch_async
 from ._supervise import Output, supervise
-from .builtins import BUILTINS
+from .builtins import BUILTINS, Builtin
 
 __all__ = ["run_plan"]
 
@@ -81,15 +84,19 @@ _Sink = Capture  # a step's merged output, or a substitution's
 
 @dataclass(frozen=True)
 class _Fd:
-    """A descriptor someone else owns: a pipe end, an opened file, /dev/null."""
+    """A descriptor someone else owns: a pipe end, an opened file, /dev/null.
+    ``pipe`` is set for a pipeline's pipe, which a builtin writes without blocking."""
 
     fd: int
+    pipe: bool = False
 
 
 _Target = _Sink | _Fd
 
 
 async def _write(target: _Target, data: bytes) -> None:
+    """Write all of ``data``. Raises OSError; a reader gone (EPIPE) ends the writing
+    subshell with status 141, silently, as SIGPIPE ends it in bash."""
     if not data:
         return
     if isinstance(target, _Sink):
@@ -97,7 +104,7 @@ async def _write(target: _Target, data: bytes) -> None:
         return
     view = memoryview(data)
     try:
-        if stat.S_ISFIFO(os.fstat(target.fd).st_mode):
+        if target.pipe:
             # Only this builtin holds this pipe end, so it can be made non-blocking
             # while it writes: a full pipe then waits without blocking the loop.
             os.set_blocking(target.fd, False)
@@ -112,8 +119,8 @@ async def _write(target: _Target, data: bytes) -> None:
             return
         while view:
             view = view[os.write(target.fd, view) :]
-    except OSError:
-        pass  # the reader went away, as SIGPIPE would end a writer in bash
+    except BrokenPipeError:
+        raise ShellExit(128 + signal.SIGPIPE) from None
 
 
 def _close(fd: int) -> None:
@@ -129,6 +136,81 @@ def _release(fds: list[int]) -> None:
 
 def _message(*parts: str) -> bytes:
     return ("command-handle: " + ": ".join(parts) + "\n").encode("utf-8", "surrogateescape")
+
+
+def _open_flags(op: str) -> int:
+    if op == "<":
+        return os.O_RDONLY | os.O_CLOEXEC
+    appending = op.endswith(">>")
+    return os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if appending else os.O_TRUNC)
+
+
+@dataclass
+class _Words:
+    """A command's words expanded into fields, with where each field came from."""
+
+    texts: list[str] = field(default_factory=list)
+    chosen_by_data: list[bool] = field(default_factory=list)  # its word depends on data
+    led_by_data: list[bool] = field(default_factory=list)  # its first character is data
+
+
+@dataclass
+class _Assignments:
+    """``NAME=value`` items expanded (None: a bare ``export NAME``); the names whose
+    value depends on data."""
+
+    values: list[tuple[str, str | None]] = field(default_factory=list)
+    from_data: set[str] = field(default_factory=set)
+
+
+class _BuiltinOutput:
+    """A builtin's standard output. bash's builtins check their output when they
+    return: the first write error is kept, and the builtin then fails."""
+
+    def __init__(self, run: _PlanRun, target: _Target) -> None:
+        self.run = run
+        self.target = target
+        self.error: OSError | None = None
+
+    async def write(self, data: bytes) -> None:
+        if self.error is None:
+            try:
+                await self.run.write(self.target, data)
+            except OSError as exc:
+                self.error = exc
+
+
+class _Pipes:
+    """The pipes through which a child writes into captures (the step's output, a
+    substitution's): one per capture, however many of its streams go there."""
+
+    def __init__(self) -> None:
+        self.by_sink: dict[int, tuple[int, int, _Sink]] = {}
+
+    def descriptor(self, target: _Target) -> int:
+        if isinstance(target, _Fd):
+            return target.fd
+        entry = self.by_sink.get(id(target))
+        if entry is None:
+            read_end, write_end = os.pipe()
+            entry = self.by_sink[id(target)] = (read_end, write_end, target)
+        return entry[1]
+
+    def close_write_ends(self) -> None:
+        for _, write_end, _ in self.by_sink.values():
+            _close(write_end)
+
+    def close_read_ends(self) -> None:
+        for read_end, _, _ in self.by_sink.values():
+            _close(read_end)
+
+    def outputs(self, step_sink: _Sink | None) -> list[Output]:
+        # What goes to the step's own output is "stdout" to a streaming caller;
+        # a substitution's output is internal.
+        return [
+            Output("stdout" if sink is step_sink else "internal", read_end, sink)
+            for read_end, _, sink in self.by_sink.values()
+        ]
 
 
 # -- the run -----------------------------------------------------------------------
@@ -150,6 +232,7 @@ class _PlanRun:
         self.step_sink: _Sink | None = None
         self.confined = confined
         self.bubblewrap: tuple[SandboxProfile, str] | None = None
+        self.files: PlanFiles = files_for(None, None, None)
         self.plan = plan
         self.timeout = timeout
         self.arguments = arguments
@@ -207,16 +290,21 @@ class _PlanRun:
 
     async def write(self, target: _Target, data: bytes) -> None:
         """What a builtin (or a message of ours) writes; into the step's own output
-        it reaches a streaming caller too, as a child's output does."""
+        it reaches a streaming caller too, as a child's output does. Raises OSError."""
         await _write(target, data)
         if data and target is self.step_sink and self.on_chunk is not None:
             await self.on_chunk("stdout", data)
+
+    async def note(self, target: _Target, data: bytes) -> None:
+        """A message on a standard error: bash ignores a failure to write one."""
+        with contextlib.suppress(OSError):
+            await self.write(target, data)
 
     async def enter(self, step: Step, state: ShellState, sink: _Sink) -> int:
         """A step's own ``working_dir``: a ``cd`` before its commands (0 without one)."""
         if step.working_dir is None:
             return 0
-        io = BuiltinIO(lambda data: self.write(sink, data), lambda data: self.write(sink, data))
+        io = BuiltinIO(partial(self.note, sink), partial(self.note, sink))
         return await BUILTINS["cd"](state, [step.working_dir], io)
 
     @staticmethod
@@ -255,8 +343,8 @@ class _PlanRun:
                 async with anyio.create_task_group() as group:
                     for index, command in enumerate(commands):
                         last = index == len(pipes)
-                        source = _Fd(pipes[index - 1][0]) if index else stdin
-                        sink: _Target = out if last else _Fd(pipes[index][1])
+                        source = _Fd(pipes[index - 1][0], pipe=True) if index else stdin
+                        sink: _Target = out if last else _Fd(pipes[index][1], pipe=True)
                         errors = sink if not last and pipeline.stderr_piped[index] else err
                         owned = [pipes[index - 1][0]] if index else []
                         if not last:
@@ -316,90 +404,158 @@ class _PlanRun:
         try:
             self.subst_status = None
             err = streams[2]
-            words: list[str] = []
-            chosen_by_data: list[bool] = []  # per field: its word depends on data
-            led_by_data: list[bool] = []  # per field: its first character is data
-            for word in command.words:
-                segments = await self.segments(word, state, err)
-                expanded = fields_with_origin(segments, state.cwd)
-                depends = any(segment.data for segment in segments)
-                words += [text for text, _ in expanded]
-                led_by_data += [lead for _, lead in expanded]
-                chosen_by_data += [depends] * len(expanded)
-            assignments: list[tuple[str, str | None]] = []
-            from_data: set[str] = set()
-            for assignment in command.assignments:
-                value = assignment.value
-                if value is None:
-                    assignments.append((assignment.name, None))
-                    continue
-                segments = await self.segments(value, state, err)
-                assignments.append((assignment.name, join(segments)))
-                if any(segment.data for segment in segments):
-                    from_data.add(assignment.name)
-            if words:
-                self.check_data_words(words, chosen_by_data, led_by_data, state)
-            if words or command.kind == "export":
-                for name in from_data:
-                    if self.policy.refuses_model_value(name):
-                        raise EnvironmentVariableError(
-                            f"{name} is read by programs as options or commands; a value from "
-                            "a tool argument or a step's output may not set it "
-                            "(Policy.allow_environment)",
-                            self.where,
-                        )
-            table: list[_Target] = list(streams)
-            for redirect in command.redirects:
-                if redirect.op in (">&", "<&"):
-                    table[redirect.fd] = table[int(word_text(redirect.target))]
-                    continue
-                targets = fields(await self.segments(redirect.target, state, err), state.cwd)
-                if len(targets) != 1:
-                    await self.write(table[2], _message("ambiguous redirect"))
-                    return 1
-                flags = os.O_CLOEXEC | (
-                    os.O_RDONLY
-                    if redirect.op == "<"
-                    else os.O_WRONLY
-                    | os.O_CREAT
-                    | (os.O_APPEND if redirect.op.endswith(">>") else os.O_TRUNC)
-                )
-                try:
-                    fd = os.open(os.path.join(state.cwd, targets[0]), flags, 0o666)
-                except OSError as exc:
-                    await self.write(table[2], _message(targets[0], exc.strerror or "cannot open"))
-                    return 1
-                opened.append(fd)
-                if redirect.op in ("&>", "&>>"):
-                    table[1] = table[2] = _Fd(fd)
-                else:
-                    table[redirect.fd] = _Fd(fd)
-            io = BuiltinIO(
-                lambda data: self.write(table[1], data), lambda data: self.write(table[2], data)
-            )
-            if command.kind == "export":
-                args = [name if text is None else f"{name}={text}" for name, text in assignments]
-                status = await BUILTINS["export"](state, args, io)
-                for name, text in assignments:
-                    if text is not None:
-                        state.set(name, text, export=True, data=name in from_data)
-                return status
-            if not words:
-                for name, text in assignments:
-                    state.set(name, text or "", data=name in from_data)
-                return self.subst_status or 0
-            builtin = BUILTINS.get(words[0])
-            if builtin is not None:
-                if words[0] == "export":  # reached through a variable: names checked now
-                    for arg in words[1:]:
-                        check_variable_name(arg.partition("=")[0], self.policy, self.where)
-                status = await builtin(state, words[1:], io)
-                if words[0] == "cd":
-                    self.track_directory(words[1:], led_by_data[1:], chosen_by_data[1:], state)
-                return status
-            return await self.spawn(words, assignments, state, table, release)
+            words = await self.expand_words(command.words, state, err)
+            assignments = await self.expand_assignments(command.assignments, state, err)
+            self.check_command(command, words, assignments, state)
+            table = await self.redirect(command.redirects, state, list(streams), opened)
+            if table is None:
+                return 1
+            return await self.dispatch(command, words, assignments, state, table, release)
         finally:
             release()
+
+    async def expand_words(
+        self, words: tuple[Word, ...], state: ShellState, err: _Target
+    ) -> _Words:
+        expanded = _Words()
+        for word in words:
+            segments = await self.segments(word, state, err)
+            fields = await self.files.fields(segments, state.cwd)
+            depends = any(segment.data for segment in segments)
+            expanded.texts += [text for text, _ in fields]
+            expanded.led_by_data += [lead for _, lead in fields]
+            expanded.chosen_by_data += [depends] * len(fields)
+        return expanded
+
+    async def expand_assignments(
+        self, assignments: tuple[Assignment, ...], state: ShellState, err: _Target
+    ) -> _Assignments:
+        expanded = _Assignments()
+        for assignment in assignments:
+            if assignment.value is None:
+                expanded.values.append((assignment.name, None))
+                continue
+            segments = await self.segments(assignment.value, state, err)
+            expanded.values.append((assignment.name, join(segments)))
+            if any(segment.data for segment in segments):
+                expanded.from_data.add(assignment.name)
+        return expanded
+
+    def check_command(
+        self, command: Command, words: _Words, assignments: _Assignments, state: ShellState
+    ) -> None:
+        """The checks only the values can answer, before anything is opened or run."""
+        if words.texts:
+            self.check_data_words(words.texts, words.chosen_by_data, words.led_by_data, state)
+        if not words.texts and command.kind != "export":
+            return  # shell variables only: nothing reads them as options
+        for name in assignments.from_data:
+            if self.policy.refuses_model_value(name):
+                raise EnvironmentVariableError(
+                    f"{name} is read by programs as options or commands; a value from "
+                    "a tool argument or a step's output may not set it "
+                    "(Policy.allow_environment)",
+                    self.where,
+                )
+
+    async def redirect(
+        self,
+        redirects: tuple[Redirect, ...],
+        state: ShellState,
+        table: list[_Target],
+        opened: list[int],
+    ) -> list[_Target] | None:
+        """``table`` (stdin, stdout, stderr) with ``redirects`` applied in order; the
+        files opened are added to ``opened``. None, after bash's message on the
+        command's stderr, when a target cannot be used."""
+        for redirect in redirects:
+            if redirect.op in (">&", "<&"):
+                table[redirect.fd] = table[int(word_text(redirect.target))]
+                continue
+            target = await self.redirect_target(redirect, state, table, opened)
+            if target is None:
+                return None
+            if redirect.op in ("&>", "&>>"):
+                table[1] = table[2] = target
+            else:
+                table[redirect.fd] = target
+        return table
+
+    async def redirect_target(
+        self, redirect: Redirect, state: ShellState, table: list[_Target], opened: list[int]
+    ) -> _Target | None:
+        err = table[2]
+        segments = await self.segments(redirect.target, state, err)
+        targets = await self.files.fields(segments, state.cwd)
+        if len(targets) != 1:
+            await self.note(err, _message("ambiguous redirect"))
+            return None
+        name = targets[0][0]
+        if name == os.devnull:  # the most common target: the run's own, nothing to open
+            return _Fd(self.devnull)
+        stream = stream_named(name)
+        if stream is not None:  # the command's own descriptor, as bash reads the name
+            if stream <= 2:
+                return table[stream]
+            await self.note(err, _message(name, os.strerror(errno.ENOENT)))
+            return None
+        try:
+            fd = await self.files.open(os.path.join(state.cwd, name), _open_flags(redirect.op))
+        except OSError as exc:
+            await self.note(err, _message(name, exc.strerror or "cannot open"))
+            return None
+        opened.append(fd)
+        return _Fd(fd)
+
+    async def dispatch(
+        self,
+        command: Command,
+        words: _Words,
+        assignments: _Assignments,
+        state: ShellState,
+        table: list[_Target],
+        release: Callable[[], None],
+    ) -> int:
+        """Run the expanded, redirected command: ``export``, assignments alone, a
+        builtin, or a program."""
+        if command.kind == "export":
+            return await self.export(assignments, state, table)
+        if not words.texts:
+            for name, text in assignments.values:
+                state.set(name, text or "", data=name in assignments.from_data)
+            return self.subst_status or 0
+        builtin = BUILTINS.get(words.texts[0])
+        if builtin is None:
+            return await self.spawn(words.texts, assignments.values, state, table, release)
+        return await self.builtin(builtin, words, state, table)
+
+    async def export(
+        self, assignments: _Assignments, state: ShellState, table: list[_Target]
+    ) -> int:
+        args = [name if text is None else f"{name}={text}" for name, text in assignments.values]
+        io = BuiltinIO(partial(self.note, table[1]), partial(self.note, table[2]))
+        status = await BUILTINS["export"](state, args, io)
+        for name, text in assignments.values:
+            if text is not None:
+                state.set(name, text, export=True, data=name in assignments.from_data)
+        return status
+
+    async def builtin(
+        self, builtin: Builtin, words: _Words, state: ShellState, table: list[_Target]
+    ) -> int:
+        name, args = words.texts[0], words.texts[1:]
+        if name == "export":  # reached through a variable: names checked now
+            for arg in args:
+                check_variable_name(arg.partition("=")[0], self.policy, self.where)
+        out = _BuiltinOutput(self, table[1])
+        status = await builtin(state, args, BuiltinIO(out.write, partial(self.note, table[2])))
+        if name == "cd":
+            self.track_directory(args, words.led_by_data[1:], words.chosen_by_data[1:], state)
+        if out.error is not None:
+            reason = out.error.strerror or str(out.error)
+            await self.note(table[2], f"{name}: write error: {reason}\n".encode(errors="replace"))
+            return 1
+        return status
 
     @property
     def where(self) -> str:
@@ -477,77 +633,88 @@ class _PlanRun:
         table: list[_Target],
         release: Callable[[], None],
     ) -> int:
+        """Run a program and wait for it: its status, as bash gives it."""
         path, status, problem = self.resolve(words[0], state)
         if path is None:
-            await self.write(table[2], _message(words[0], problem))
+            await self.note(table[2], _message(words[0], problem))
             return status
         env = state.environment()
         env.update((name, value or "") for name, value in assignments)
-        pipes: dict[int, tuple[int, int, _Sink]] = {}
-
-        def descriptor(target: _Target) -> int:
-            if isinstance(target, _Fd):
-                return target.fd
-            if id(target) not in pipes:
-                read_end, write_end = os.pipe()
-                pipes[id(target)] = (read_end, write_end, target)
-            return pipes[id(target)][1]
-
+        pipes = _Pipes()
         await anyio.lowlevel.checkpoint_if_cancelled()  # nothing starts for a cancelled call
+        try:
+            child = await self.start(words, path, env, state, table, pipes, release)
+        except BaseException:
+            pipes.close_read_ends()
+            raise
+        if not isinstance(child, Child):
+            pipes.close_read_ends()
+            return child  # it could not start
+        return await self.wait(child, path, pipes)
+
+    async def start(
+        self,
+        words: list[str],
+        path: str,
+        env: dict[str, str],
+        state: ShellState,
+        table: list[_Target],
+        pipes: _Pipes,
+        release: Callable[[], None],
+    ) -> Child | int:
+        """Launch the program with ``table`` as its streams; or bash's status, after
+        its message, when the system refuses."""
         cgroup = CallCgroup() if self.policy.cgroup_per_call else None
         try:
-            try:
-                fds = [descriptor(target) for target in table]
-                self.launched = True
-                self.on_spawn()
-                argv, executable = words, path
-                if self.bubblewrap is not None:  # bwrap starts it inside its namespaces
-                    profile, tmpdir = self.bubblewrap
-                    wrapper = bubblewrap.prefix(profile, state.cwd, tmpdir)
-                    argv, executable = [*wrapper, path, *words[1:]], wrapper[0]
-                child = await launch_async(
-                    partial(
-                        launch,
-                        argv,  # argv[0] as written, as bash passes it
-                        executable=executable,
-                        env=env,
-                        cwd=state.cwd,
-                        stdin=fds[0],
-                        stdout=fds[1],
-                        stderr=fds[2],
-                        limits=self.policy.child_limits,
-                        cgroup=cgroup,
-                    ),
-                    not self.policy.allow_setuid,
-                    self.confined,
-                )
-            except OSError as exc:
-                if cgroup is not None:
-                    cgroup.discard()
-                if exc.errno in RESOURCE_ERRNOS:
-                    raise resource_error(exc) from None
-                reason = errno.errorcode.get(exc.errno or 0, "error")
-                # As bash reports it; a directory removed after the check is named.
-                subject = state.cwd if exc.filename == state.cwd else words[0]
-                await self.write(table[2], _message(subject, f"{exc.strerror or exc} ({reason})"))
-                return 126 if exc.errno != errno.ENOENT else 127
-            finally:
-                for _, write_end, _ in pipes.values():
-                    _close(write_end)
-                release()  # the child has its copies; ours would hold pipes open
-        except BaseException:
-            for read_end, _, _ in pipes.values():
-                _close(read_end)
-            raise
-        # What goes to the step's own output is "stdout" to a streaming caller;
-        # a substitution's output is internal.
-        outputs = [
-            Output("stdout" if sink is self.step_sink else "internal", read_end, sink)
-            for read_end, _, sink in pipes.values()
-        ]
+            fds = [pipes.descriptor(target) for target in table]
+            self.launched = True
+            self.on_spawn()
+            argv, executable = self.program(words, path, state)
+            return await launch_async(
+                partial(
+                    launch,
+                    argv,
+                    executable=executable,
+                    env=env,
+                    cwd=state.cwd,
+                    stdin=fds[0],
+                    stdout=fds[1],
+                    stderr=fds[2],
+                    limits=self.policy.child_limits,
+                    cgroup=cgroup,
+                ),
+                not self.policy.allow_setuid,
+                self.confined,
+            )
+        except OSError as exc:
+            if cgroup is not None:
+                cgroup.discard()
+            if exc.errno in RESOURCE_ERRNOS:
+                raise resource_error(exc) from None
+            reason = errno.errorcode.get(exc.errno or 0, "error")
+            # As bash reports it; a directory removed after the check is named.
+            subject = state.cwd if exc.filename == state.cwd else words[0]
+            await self.note(table[2], _message(subject, f"{exc.strerror or exc} ({reason})"))
+            return 126 if exc.errno != errno.ENOENT else 127
+        finally:
+            pipes.close_write_ends()
+            release()  # the child has its copies; ours would hold pipes open
+
+    def program(self, words: list[str], path: str, state: ShellState) -> tuple[list[str], str]:
+        """The argv and executable to launch: argv[0] as written, as bash passes it;
+        under bubblewrap, bwrap starts the program inside its namespaces."""
+        if self.bubblewrap is None:
+            return words, path
+        profile, tmpdir = self.bubblewrap
+        wrapper = bubblewrap.prefix(profile, state.cwd, tmpdir)
+        return [*wrapper, path, *words[1:]], wrapper[0]
+
+    async def wait(self, child: Child, path: str, pipes: _Pipes) -> int:
+        """Supervise the child until it exits; the supervisor owns the read ends
+        from here, and closes them."""
+        outputs = pipes.outputs(self.step_sink)
         if self.on_started is not None:
             self.on_started(child.pid, path)
-        # The supervisor owns the read ends from here, and closes them.
         streaming = self.on_chunk is not None
         supervisor = supervise(
             child, outputs, timeout=None, grace=self.policy.kill_grace, stream=streaming
@@ -603,7 +770,7 @@ class _PlanRun:
             return [Segment(text, part.quoted, split=not part.quoted, data=data)]
         # :? and ?: the message goes to stderr, and the step (or subshell) ends
         why = text or ("parameter null or not set" if op == ":?" else "parameter not set")
-        await self.write(err, _message(name, why))
+        await self.note(err, _message(name, why))
         raise ShellExit(1)
 
     async def operand(self, part: Var, state: ShellState, err: _Target) -> list[Segment]:
@@ -666,6 +833,8 @@ async def run_plan(
         run.on_chunk = on_chunk
         if profile is not None and profile.backend == "bubblewrap":
             run.bubblewrap = (profile, env["TMPDIR"])
+        # Redirections and globs happen where the sandbox holds (docs/sandbox.md).
+        run.files = files_for(confined, profile, env.get("TMPDIR"))
         return await run.run(state)
     except OSError as exc:
         if exc.errno in RESOURCE_ERRNOS:

@@ -309,18 +309,21 @@ class Spawner:
 
             job = _Job(function, wake)
             self._submit(job)
-            cancelled = False
+            cancelled: asyncio.CancelledError | None = None
             while not future.done():
                 try:
                     await asyncio.shield(future)
-                except asyncio.CancelledError:
-                    cancelled = True  # the launch finishes first; the child is then ours
-            if cancelled:
+                except asyncio.CancelledError as exc:
+                    cancelled = exc  # the launch finishes first; the child is then ours
+            current = asyncio.current_task()
+            if cancelled is not None and current is not None:
                 # Delivered at the caller's next await, once the child is supervised,
-                # so the cancellation kills it instead of orphaning it.
-                current = asyncio.current_task()
-                if current is not None:
-                    current.cancel()
+                # so the cancellation kills it instead of orphaning it. The same
+                # request again, with its message, not one more: a cancel scope
+                # (anyio's, asyncio.timeout) counts the requests it made and lets
+                # the CancelledError through when the task has more.
+                current.uncancel()
+                current.cancel(cancelled.args[0] if cancelled.args else None)
         return job.result()  # type: ignore[return-value]
 
 
