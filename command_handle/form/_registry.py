@@ -111,7 +111,11 @@ class Encoding(Protocol):
 
 
 class Registry:
-    """The directives, transforms and encodings a compilation may use."""
+    """The directives, transforms and encodings a compilation may use.
+
+    ``generation`` counts the ``add_*`` calls, so that a table derived from
+    this one (a Command Handle's) can tell that it is out of date.
+    """
 
     def __init__(self) -> None:
         self.modifiers: dict[str, ModifierDirective] = {}
@@ -119,6 +123,7 @@ class Registry:
         self.operators: dict[str, OperatorDirective] = {}
         self.transforms: dict[str, Transform] = {}
         self.encodings: dict[str, Encoding] = {}
+        self.generation = 0
 
     def add_directive(
         self, directive: ModifierDirective | DomainDirective | OperatorDirective
@@ -135,16 +140,19 @@ class Registry:
         for other in (self.modifiers, self.domains, self.operators):
             other.pop(name, None)
         table[name] = directive
+        self.generation += 1
 
     def add_transform(self, name: str, transform: Transform) -> None:
         if not name.replace("_", "a").isalnum() or not name.isascii():
             raise ValueError(f"transform names are ASCII letters, digits and '_': {name!r}")
         self.transforms[name] = transform
+        self.generation += 1
 
     def add_encoding(self, encoding: Encoding) -> None:
         if not encoding.name.isascii() or not encoding.name.isalnum():
             raise ValueError(f"encoding names are ASCII letters and digits: {encoding.name!r}")
         self.encodings[encoding.name] = encoding
+        self.generation += 1
 
     def copy(self) -> Registry:
         clone = Registry()
