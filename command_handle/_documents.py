@@ -31,8 +31,8 @@ def _yaml_problem(name: str, exc: yaml.YAMLError) -> str:
 _MERGE = "tag:yaml.org,2002:merge"
 
 
-def _load_yaml(name: str, data: bytes) -> object:
-    """``yaml.safe_load``, refusing a mapping that holds one key twice."""
+def _load_yaml(name: str, data: bytes, error: type[HandleLoadError]) -> object:
+    """``yaml.safe_load``, refusing (with ``error``) a mapping that holds one key twice."""
     loader = yaml.SafeLoader(data)
     try:
         root = loader.get_single_node()
@@ -41,18 +41,14 @@ def _load_yaml(name: str, data: bytes) -> object:
         duplicate = _duplicate_key(loader, root)
         if duplicate is not None:
             key, pointer, mark = duplicate
-            raise _DuplicateYamlKey(
+            raise error(
                 f"{name} is not valid YAML: duplicate mapping key {key!r}: YAML mappings "
-                f"here must have unique keys (at {pointer or 'the document root'}, "
+                f"here must have unique keys (at {pointer}, "
                 f"line {mark.line + 1}, column {mark.column + 1})"
             )
         return loader.construct_document(root)
     finally:
         loader.dispose()
-
-
-class _DuplicateYamlKey(Exception):
-    """Carries the finished message out of :func:`_load_yaml`."""
 
 
 def _duplicate_key(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[str, str, yaml.Mark] | None:
@@ -100,11 +96,9 @@ def read_document(path: str | os.PathLike[str], error: type[HandleLoadError]) ->
         raise error(f"cannot read {file}: {exc.strerror}") from None
     if file.suffix in (".yaml", ".yml"):
         try:
-            document = _load_yaml(file.name, data)
+            document = _load_yaml(file.name, data, error)
         except yaml.YAMLError as exc:
             raise error(_yaml_problem(file.name, exc)) from None
-        except _DuplicateYamlKey as exc:
-            raise error(str(exc)) from None
     else:
         try:
             document = _json.loads(data)

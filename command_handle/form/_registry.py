@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._context import EvalContext
+from ._errors import RegistrationError
 from ._nodes import Node, Operator
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class Registry:
     ) -> None:
         name = directive.name
         if not name.startswith("$") or name.startswith("$$"):
-            raise ValueError(f"directive names start with a single '$': {name!r}")
+            raise RegistrationError(f"directive names start with a single '$': {name!r}")
         tables: dict[str, dict[str, Any]] = {
             "modifier": self.modifiers,
             "domain": self.domains,
@@ -144,13 +145,15 @@ class Registry:
 
     def add_transform(self, name: str, transform: Transform) -> None:
         if not name.replace("_", "a").isalnum() or not name.isascii():
-            raise ValueError(f"transform names are ASCII letters, digits and '_': {name!r}")
+            raise RegistrationError(f"transform names are ASCII letters, digits and '_': {name!r}")
         self.transforms[name] = transform
         self.generation += 1
 
     def add_encoding(self, encoding: Encoding) -> None:
         if not encoding.name.isascii() or not encoding.name.isalnum():
-            raise ValueError(f"encoding names are ASCII letters and digits: {encoding.name!r}")
+            raise RegistrationError(
+                f"encoding names are ASCII letters and digits: {encoding.name!r}"
+            )
         self.encodings[encoding.name] = encoding
         self.generation += 1
 

@@ -28,6 +28,7 @@ from ..errors import (
     ArgumentsError,
     ArgvTextError,
     CommandError,
+    CommandHandleError,
     HandleLoadError,
     TemplateEvaluationError,
     Violation,
@@ -756,8 +757,11 @@ def _reads_credential(value: object) -> bool:
     return False
 
 
-class _FieldError(ValueError):
-    """A check of the whole handle that failed at a known place (``pointer``)."""
+class _FieldError(CommandHandleError, ValueError):
+    """A check of the whole handle that failed at a known place (``pointer``).
+
+    A ValueError, so that pydantic reports it among the validation errors,
+    which :func:`_load_error` turns into one HandleLoadError."""
 
     def __init__(self, message: str, pointer: str) -> None:
         super().__init__(message)
