@@ -139,7 +139,7 @@ class CommandHandle(BaseModel):
     )
 
     # Everything compiled from the fields, in one private attribute: pydantic's
-    # private attributes are slow to read, and render reads this once.
+    # private attributes are slow to read, so calls read it with _compiled_of.
     _compiled: _Compiled = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
@@ -244,7 +244,7 @@ class CommandHandle(BaseModel):
     def uses_credentials(self) -> bool:
         """Whether a call needs a Credential Object: the handle declares ``security``
         or reads ``$credential``."""
-        return self.security is not None or bool(self._compiled.credential_fields)
+        return self.security is not None or bool(_compiled_of(self).credential_fields)
 
     # -- loading -------------------------------------------------------------
 
@@ -268,7 +268,7 @@ class CommandHandle(BaseModel):
 
     def validate_arguments(self, args: object) -> None:
         """Step 1: the arguments against ``parameters``; every violation is reported."""
-        check_arguments(self._compiled.validator, args)
+        check_arguments(_compiled_of(self).validator, args)
 
     @staticmethod
     def _evaluate(
@@ -318,7 +318,7 @@ class CommandHandle(BaseModel):
         """
         policy = policy or Policy()
         args = {} if args is None else args
-        compiled = self._compiled
+        compiled = _compiled_of(self)
         check_arguments(compiled.validator, args)
         application = self._application(compiled, context, credential)
         templates = compiled.templates
@@ -354,8 +354,7 @@ class CommandHandle(BaseModel):
             stdin_masked="io/stdin" in compiled.credential_fields,
         )
 
-    # The steps of render. Each takes what render already read: a pydantic
-    # private attribute (_compiled) costs microseconds per read.
+    # The steps of render. Each takes what render already read (see _compiled_of).
 
     def _application(
         self,
@@ -558,7 +557,7 @@ class CommandHandle(BaseModel):
     def shape_result(self, result_json: dict[str, Any]) -> object:
         """What the model sees: the ``result`` template over the result, or None
         when the handle has none (the result itself is then what there is)."""
-        template = self._compiled.templates.get("result")
+        template = _compiled_of(self).templates.get("result")
         if template is None:
             return None
         try:
@@ -566,6 +565,16 @@ class CommandHandle(BaseModel):
         except FormError as exc:
             raise TemplateEvaluationError(exc.message, f"/result{exc.pointer}") from None
         return None if value is UNDEFINED else value
+
+
+def _compiled_of(handle: CommandHandle) -> _Compiled:
+    """``handle._compiled``, from pydantic's dict of private values: reading the
+    attribute fails the ordinary lookup before pydantic's ``__getattr__`` finds
+    it, about 2 us, several percent of a render."""
+    private = handle.__pydantic_private__
+    assert private is not None  # _check_and_compile sets it
+    compiled: _Compiled = private["_compiled"]
+    return compiled
 
 
 _DEFAULT_IO = IoSpec()  # frozen: one shared default instead of a model built per call
