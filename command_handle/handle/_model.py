@@ -162,67 +162,20 @@ class CommandHandle(BaseModel):
 
     @model_validator(mode="after")
     def _check_and_compile(self) -> CommandHandle:
-        if (self.handle is None) == (self.handler is None):
-            raise _FieldError(
-                "give exactly one of 'handle' (Command Handle examples) or 'handler' "
-                "(Tool Handle), with the value 'command'",
-                "/handler" if self.handler is not None else "/handle",
-            )
-        if self.parameters.get("type") != "object":
-            raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
-        jsonschema = _jsonschema.load()
-        try:
-            jsonschema.Draft202012Validator.check_schema(self.parameters)
-        except jsonschema.SchemaError as exc:
-            raise _FieldError(
-                f"parameters is not a valid JSON Schema: {exc.message}",
-                _pointer_of(["parameters", *exc.path]),
-            ) from None
-        validator = jsonschema.Draft202012Validator(
-            self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-        )
+        """Check the whole handle, in the order its refusals are reported, and
+        compile its templates."""
+        self._check_handler()
+        validator = self._parameters_validator()
         if self.command is None:
             raise _FieldError("a Command Handle needs a command", "/command")
-        declared = self.parameters.get("properties", {})
-        for name, rule in self.paths.items():
-            if not isinstance(declared, dict) or name not in declared:
-                raise _FieldError(
-                    f"paths names {name!r}, which is not a property of parameters",
-                    f"/paths/{name}",
-                )
-            unknown = sorted(set(rule) - {"within", "exists"})
-            if unknown:
-                raise _FieldError(f"unknown path rule {unknown[0]!r}", f"/paths/{name}")
-            within = rule.get("within", "workspace")
-            if not isinstance(within, str) or (within != "workspace" and not os.path.isabs(within)):
-                raise _FieldError(
-                    'within is "workspace" or an absolute directory', f"/paths/{name}/within"
-                )
-        if self.directory_within is not None and not (
-            self.directory_within == "workspace" or os.path.isabs(self.directory_within)
-        ):
-            raise _FieldError(
-                'directory_within is "workspace" or an absolute directory', "/directory_within"
-            )
-        for index, name in enumerate(self.options_allowed):
-            if not isinstance(declared, dict) or name not in declared:
-                raise _FieldError(
-                    f"options_allowed names {name!r}, which is not a property of parameters",
-                    f"/options_allowed/{index}",
-                )
+        self._check_path_rules()
+        self._check_options_allowed()
         _check_security(self.security)
         if self.output_schema is not None:
-            _check_output_schema(self.output_schema, jsonschema)
+            _check_output_schema(self.output_schema, _jsonschema.load())
         _check_annotations(self.annotations)
-        templates: dict[str, Template] = {}
-        for name in _TEMPLATE_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                templates[name] = _compile(value, f"/{name}", name)
-        if self.io is not None and self.io.stdin is not None:
-            templates["io/stdin"] = _compile(self.io.stdin, "/io/stdin", "io/stdin")
         self._compiled = _Compiled(
-            templates=templates,
+            templates=self._compile_templates(),
             validator=validator,
             credential_fields=frozenset(
                 name
@@ -234,6 +187,74 @@ class CommandHandle(BaseModel):
             written_environment=self._written_environment(),
         )
         return self
+
+    def _check_handler(self) -> None:
+        if (self.handle is None) == (self.handler is None):
+            raise _FieldError(
+                "give exactly one of 'handle' (Command Handle examples) or 'handler' "
+                "(Tool Handle), with the value 'command'",
+                "/handler" if self.handler is not None else "/handle",
+            )
+
+    def _parameters_validator(self) -> Any:
+        """The validator of ``parameters``, which must be an object's JSON Schema."""
+        if self.parameters.get("type") != "object":
+            raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
+        jsonschema = _jsonschema.load()
+        try:
+            jsonschema.Draft202012Validator.check_schema(self.parameters)
+        except jsonschema.SchemaError as exc:
+            raise _FieldError(
+                f"parameters is not a valid JSON Schema: {exc.message}",
+                _pointer_of(["parameters", *exc.path]),
+            ) from None
+        return jsonschema.Draft202012Validator(
+            self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+        )
+
+    def _declared(self, name: str) -> bool:
+        """Whether ``parameters`` declares the property ``name``."""
+        declared = self.parameters.get("properties", {})
+        return isinstance(declared, dict) and name in declared
+
+    def _check_path_rules(self) -> None:
+        """``paths`` and ``directory_within``: declared parameters, known rules, roots."""
+        for name, rule in self.paths.items():
+            if not self._declared(name):
+                raise _FieldError(
+                    f"paths names {name!r}, which is not a property of parameters",
+                    f"/paths/{name}",
+                )
+            unknown = sorted(set(rule) - {"within", "exists"})
+            if unknown:
+                raise _FieldError(f"unknown path rule {unknown[0]!r}", f"/paths/{name}")
+            if not _is_root(rule.get("within", "workspace")):
+                raise _FieldError(
+                    'within is "workspace" or an absolute directory', f"/paths/{name}/within"
+                )
+        if self.directory_within is not None and not _is_root(self.directory_within):
+            raise _FieldError(
+                'directory_within is "workspace" or an absolute directory', "/directory_within"
+            )
+
+    def _check_options_allowed(self) -> None:
+        for index, name in enumerate(self.options_allowed):
+            if not self._declared(name):
+                raise _FieldError(
+                    f"options_allowed names {name!r}, which is not a property of parameters",
+                    f"/options_allowed/{index}",
+                )
+
+    def _compile_templates(self) -> dict[str, Template]:
+        """Every template field, compiled; a malformed one is a load error at its pointer."""
+        templates: dict[str, Template] = {}
+        for name in _TEMPLATE_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                templates[name] = _compile(value, f"/{name}", name)
+        if self.io is not None and self.io.stdin is not None:
+            templates["io/stdin"] = _compile(self.io.stdin, "/io/stdin", "io/stdin")
+        return templates
 
     def _source(self, field: str) -> object:
         if field == "io/stdin":
@@ -763,6 +784,11 @@ _HINTS = {
 # Field names that would hold a secret: a Security Object names a credential,
 # it never carries one (Tool Handle 4.2).
 _SECRET_NAMES = ("secret", "password", "token", "keyvalue", "apikeyvalue", "privatekey")
+
+
+def _is_root(within: object) -> bool:
+    """A root a path is kept in: "workspace" or an absolute directory."""
+    return isinstance(within, str) and (within == "workspace" or os.path.isabs(within))
 
 
 def _check_security(security: object) -> None:
