@@ -2,7 +2,8 @@
 
 Command Handles and UTCP documents are both read here, so a broken file gets
 the same kind of message wherever it is loaded: the file name, what is wrong,
-and the line and column when the parser knows them.
+and the line and column when the parser knows them. Both formats refuse a key
+written twice in one object, which a dict would silently reduce to one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import yaml
 
 from . import _json
 from .errors import HandleLoadError
+from .form.extend import json_pointer
 
 __all__ = ["read_document"]
 
@@ -24,6 +26,60 @@ def _yaml_problem(name: str, exc: yaml.YAMLError) -> str:
     problem = getattr(exc, "problem", None) or "malformed document"
     where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
     return f"{name} is not valid YAML: {problem}{where}"
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _load_yaml(name: str, data: bytes, error: type[HandleLoadError]) -> object:
+    """``yaml.safe_load``, refusing (with ``error``) a mapping that holds one key twice."""
+    loader = yaml.SafeLoader(data)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        duplicate = _duplicate_key(loader, root)
+        if duplicate is not None:
+            key, pointer, mark = duplicate
+            raise error(
+                f"{name} is not valid YAML: duplicate mapping key {key!r}: YAML mappings "
+                f"here must have unique keys (at {pointer}, "
+                f"line {mark.line + 1}, column {mark.column + 1})"
+            )
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
+def _duplicate_key(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[str, str, yaml.Mark] | None:
+    """The first key written twice in one mapping, in document order: its text, its
+    JSON Pointer and where it is written. Keys are compared as YAML reads them
+    (``1`` and ``0x1`` are one key); a key that a ``<<`` merge brings in may be
+    written again, which is what merging is for."""
+    visited: set[int] = set()  # an anchored node is checked once, however often it is used
+    pending: list[tuple[yaml.Node, str]] = [(root, "")]
+    while pending:
+        node, pointer = pending.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        children: list[tuple[yaml.Node, str]] = []
+        if isinstance(node, yaml.MappingNode):
+            seen: set[object] = set()
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
+                    children.append((value_node, pointer))
+                    continue
+                child = json_pointer.child(pointer, key_node.value)
+                key = loader.construct_object(key_node)
+                if key in seen:
+                    return key_node.value, child, key_node.start_mark
+                seen.add(key)
+                children.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(item, f"{pointer}/{index}") for index, item in enumerate(node.value)]
+        pending.extend(reversed(children))
+    return None
 
 
 def _json_problem(name: str, exc: _json.JSONDecodeError) -> str:
@@ -40,7 +96,7 @@ def read_document(path: str | os.PathLike[str], error: type[HandleLoadError]) ->
         raise error(f"cannot read {file}: {exc.strerror}") from None
     if file.suffix in (".yaml", ".yml"):
         try:
-            document = yaml.safe_load(data)
+            document = _load_yaml(file.name, data, error)
         except yaml.YAMLError as exc:
             raise error(_yaml_problem(file.name, exc)) from None
     else:

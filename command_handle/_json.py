@@ -16,6 +16,8 @@ from decimal import Decimal
 from json.encoder import encode_basestring
 from typing import Any
 
+from .errors import CommandHandleError
+
 __all__ = [
     "JSONDecodeError",
     "NonJSONValueError",
@@ -28,11 +30,11 @@ __all__ = [
 _encode_string: Callable[[str], str] = encode_basestring
 
 
-class NonJSONValueError(ValueError):
+class NonJSONValueError(CommandHandleError, ValueError):
     """A value that JSON cannot represent (NaN, infinity, bytes, a non-string key...)."""
 
 
-class JSONDecodeError(ValueError):
+class JSONDecodeError(CommandHandleError, ValueError):
     """JSON text that is malformed or that this project refuses to read."""
 
     def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
@@ -226,6 +228,8 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 class _DuplicateKey(Exception):
+    """Leaves the object hook for :func:`loads`, which turns it into a JSONDecodeError."""
+
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key

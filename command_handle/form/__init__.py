@@ -6,7 +6,14 @@
 """
 
 from ._defaults import DEFAULT_REGISTRY
-from ._errors import EvaluationError, FormError, IncludeError, LimitError, TemplateSyntaxError
+from ._errors import (
+    EvaluationError,
+    FormError,
+    IncludeError,
+    LimitError,
+    RegistrationError,
+    TemplateSyntaxError,
+)
 from ._escape import escape
 from ._include import IncludeResolver
 from ._limits import Limits
@@ -27,6 +34,7 @@ __all__ = [
     "IncludeResolver",
     "LimitError",
     "Limits",
+    "RegistrationError",
     "Registry",
     "Template",
     "TemplateSyntaxError",

@@ -14,6 +14,7 @@ __all__ = [
     "FormError",
     "IncludeError",
     "LimitError",
+    "RegistrationError",
     "TemplateSyntaxError",
 ]
 
@@ -55,3 +56,7 @@ class LimitError(EvaluationError):
 
 class IncludeError(FormError):
     """An ``$include`` reference was refused by the resolution policy or could not be loaded."""
+
+
+class RegistrationError(CommandHandleError, ValueError):
+    """A directive, transform or encoding was registered under a name it cannot have."""

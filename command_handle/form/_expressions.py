@@ -18,7 +18,7 @@ import jsonpath_rfc9535 as jsonpath
 from jsonpath_rfc9535.filter_expressions import FilterContext, FilterExpression
 from jsonpath_rfc9535.selectors import FilterSelector, IndexSelector, NameSelector
 
-from ._errors import EvaluationError, LimitError, TemplateSyntaxError
+from ._errors import EvaluationError, FormError, LimitError, TemplateSyntaxError
 from ._values import UNDEFINED
 
 __all__ = [
@@ -255,10 +255,13 @@ class SingularExpression:
                 return UNDEFINED
         else:
             value = _run_query(self.query, args, self.pointer)
-        for transform in self.transforms:
-            value = transform(value)
-            if value is UNDEFINED:
-                return UNDEFINED
+        try:
+            for transform in self.transforms:
+                value = transform(value)
+                if value is UNDEFINED:
+                    return UNDEFINED
+        except FormError as exc:  # a transform's error: locate it at this expression
+            raise exc.at(self.pointer) from None
         return value
 
 

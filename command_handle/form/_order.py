@@ -6,6 +6,7 @@ import functools
 import math
 from typing import Any
 
+from ._errors import EvaluationError
 from ._values import UNDEFINED
 
 __all__ = ["compare", "sort_key"]
@@ -30,7 +31,8 @@ def _rank(value: object) -> int:
         return _RANK_ARRAY
     if isinstance(value, dict):
         return _RANK_OBJECT
-    raise TypeError(f"a {type(value).__name__} value has no place in the total order")
+    # Only a Python caller can pass such a value; the transform that sorts locates the error.
+    raise EvaluationError(f"a {type(value).__name__} value has no place in the total order")
 
 
 def _cmp(a: Any, b: Any) -> int:

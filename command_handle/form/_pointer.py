@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["child", "resolve"]
+from ..errors import CommandHandleError
+
+__all__ = ["JsonPointerError", "child", "resolve"]
+
+
+class JsonPointerError(CommandHandleError, LookupError):
+    """A JSON Pointer that is malformed or names nothing in the document."""
 
 
 def child(pointer: str, token: str | int) -> str:
@@ -14,25 +20,26 @@ def child(pointer: str, token: str | int) -> str:
 
 
 def resolve(document: object, pointer: str) -> object:
-    """Resolve ``pointer`` in ``document``; raises ``LookupError`` with a reason."""
+    """Resolve ``pointer`` in ``document``; a pointer that names nothing raises
+    :class:`JsonPointerError` (a ``LookupError``) with the reason."""
     if pointer == "":
         return document
     if not pointer.startswith("/"):
-        raise LookupError("a JSON Pointer must be empty or start with '/'")
+        raise JsonPointerError("a JSON Pointer must be empty or start with '/'")
     current = document
     for raw in pointer[1:].split("/"):
         token = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(current, dict):
             if token not in current:
-                raise LookupError(f"no member {token!r}")
+                raise JsonPointerError(f"no member {token!r}")
             current = current[token]
         elif isinstance(current, list):
             if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
-                raise LookupError(f"{token!r} is not an array index")
+                raise JsonPointerError(f"{token!r} is not an array index")
             index = int(token)
             if index >= len(current):
-                raise LookupError(f"index {index} is past the end of the array")
+                raise JsonPointerError(f"index {index} is past the end of the array")
             current = current[index]
         else:
-            raise LookupError(f"cannot descend into a scalar with {token!r}")
+            raise JsonPointerError(f"cannot descend into a scalar with {token!r}")
     return current

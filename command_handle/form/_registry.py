@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._context import EvalContext
+from ._errors import RegistrationError
 from ._nodes import Node, Operator
 
 if TYPE_CHECKING:
@@ -111,7 +112,11 @@ class Encoding(Protocol):
 
 
 class Registry:
-    """The directives, transforms and encodings a compilation may use."""
+    """The directives, transforms and encodings a compilation may use.
+
+    ``generation`` counts the ``add_*`` calls, so that a table derived from
+    this one (a Command Handle's) can tell that it is out of date.
+    """
 
     def __init__(self) -> None:
         self.modifiers: dict[str, ModifierDirective] = {}
@@ -119,13 +124,14 @@ class Registry:
         self.operators: dict[str, OperatorDirective] = {}
         self.transforms: dict[str, Transform] = {}
         self.encodings: dict[str, Encoding] = {}
+        self.generation = 0
 
     def add_directive(
         self, directive: ModifierDirective | DomainDirective | OperatorDirective
     ) -> None:
         name = directive.name
         if not name.startswith("$") or name.startswith("$$"):
-            raise ValueError(f"directive names start with a single '$': {name!r}")
+            raise RegistrationError(f"directive names start with a single '$': {name!r}")
         tables: dict[str, dict[str, Any]] = {
             "modifier": self.modifiers,
             "domain": self.domains,
@@ -135,16 +141,21 @@ class Registry:
         for other in (self.modifiers, self.domains, self.operators):
             other.pop(name, None)
         table[name] = directive
+        self.generation += 1
 
     def add_transform(self, name: str, transform: Transform) -> None:
         if not name.replace("_", "a").isalnum() or not name.isascii():
-            raise ValueError(f"transform names are ASCII letters, digits and '_': {name!r}")
+            raise RegistrationError(f"transform names are ASCII letters, digits and '_': {name!r}")
         self.transforms[name] = transform
+        self.generation += 1
 
     def add_encoding(self, encoding: Encoding) -> None:
         if not encoding.name.isascii() or not encoding.name.isalnum():
-            raise ValueError(f"encoding names are ASCII letters and digits: {encoding.name!r}")
+            raise RegistrationError(
+                f"encoding names are ASCII letters and digits: {encoding.name!r}"
+            )
         self.encodings[encoding.name] = encoding
+        self.generation += 1
 
     def copy(self) -> Registry:
         clone = Registry()

@@ -29,6 +29,7 @@ from ..errors import (
     ArgumentsError,
     ArgvTextError,
     CommandError,
+    CommandHandleError,
     HandleLoadError,
     TemplateEvaluationError,
     Violation,
@@ -139,7 +140,7 @@ class CommandHandle(BaseModel):
     )
 
     # Everything compiled from the fields, in one private attribute: pydantic's
-    # private attributes are slow to read, and render reads this once.
+    # private attributes are slow to read, so calls read it with _compiled_of.
     _compiled: _Compiled = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
@@ -162,67 +163,20 @@ class CommandHandle(BaseModel):
 
     @model_validator(mode="after")
     def _check_and_compile(self) -> CommandHandle:
-        if (self.handle is None) == (self.handler is None):
-            raise _FieldError(
-                "give exactly one of 'handle' (Command Handle examples) or 'handler' "
-                "(Tool Handle), with the value 'command'",
-                "/handler" if self.handler is not None else "/handle",
-            )
-        if self.parameters.get("type") != "object":
-            raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
-        jsonschema = _jsonschema.load()
-        try:
-            jsonschema.Draft202012Validator.check_schema(self.parameters)
-        except jsonschema.SchemaError as exc:
-            raise _FieldError(
-                f"parameters is not a valid JSON Schema: {exc.message}",
-                _pointer_of(["parameters", *exc.path]),
-            ) from None
-        validator = jsonschema.Draft202012Validator(
-            self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-        )
+        """Check the whole handle, in the order its refusals are reported, and
+        compile its templates."""
+        self._check_handler()
+        validator = self._parameters_validator()
         if self.command is None:
             raise _FieldError("a Command Handle needs a command", "/command")
-        declared = self.parameters.get("properties", {})
-        for name, rule in self.paths.items():
-            if not isinstance(declared, dict) or name not in declared:
-                raise _FieldError(
-                    f"paths names {name!r}, which is not a property of parameters",
-                    f"/paths/{name}",
-                )
-            unknown = sorted(set(rule) - {"within", "exists"})
-            if unknown:
-                raise _FieldError(f"unknown path rule {unknown[0]!r}", f"/paths/{name}")
-            within = rule.get("within", "workspace")
-            if not isinstance(within, str) or (within != "workspace" and not os.path.isabs(within)):
-                raise _FieldError(
-                    'within is "workspace" or an absolute directory', f"/paths/{name}/within"
-                )
-        if self.directory_within is not None and not (
-            self.directory_within == "workspace" or os.path.isabs(self.directory_within)
-        ):
-            raise _FieldError(
-                'directory_within is "workspace" or an absolute directory', "/directory_within"
-            )
-        for index, name in enumerate(self.options_allowed):
-            if not isinstance(declared, dict) or name not in declared:
-                raise _FieldError(
-                    f"options_allowed names {name!r}, which is not a property of parameters",
-                    f"/options_allowed/{index}",
-                )
+        self._check_path_rules()
+        self._check_options_allowed()
         _check_security(self.security)
         if self.output_schema is not None:
-            _check_output_schema(self.output_schema, jsonschema)
+            _check_output_schema(self.output_schema, _jsonschema.load())
         _check_annotations(self.annotations)
-        templates: dict[str, Template] = {}
-        for name in _TEMPLATE_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                templates[name] = _compile(value, f"/{name}", name)
-        if self.io is not None and self.io.stdin is not None:
-            templates["io/stdin"] = _compile(self.io.stdin, "/io/stdin", "io/stdin")
         self._compiled = _Compiled(
-            templates=templates,
+            templates=self._compile_templates(),
             validator=validator,
             credential_fields=frozenset(
                 name
@@ -235,6 +189,74 @@ class CommandHandle(BaseModel):
         )
         return self
 
+    def _check_handler(self) -> None:
+        if (self.handle is None) == (self.handler is None):
+            raise _FieldError(
+                "give exactly one of 'handle' (Command Handle examples) or 'handler' "
+                "(Tool Handle), with the value 'command'",
+                "/handler" if self.handler is not None else "/handle",
+            )
+
+    def _parameters_validator(self) -> Any:
+        """The validator of ``parameters``, which must be an object's JSON Schema."""
+        if self.parameters.get("type") != "object":
+            raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
+        jsonschema = _jsonschema.load()
+        try:
+            jsonschema.Draft202012Validator.check_schema(self.parameters)
+        except jsonschema.SchemaError as exc:
+            raise _FieldError(
+                f"parameters is not a valid JSON Schema: {exc.message}",
+                _pointer_of(["parameters", *exc.path]),
+            ) from None
+        return jsonschema.Draft202012Validator(
+            self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+        )
+
+    def _declared(self, name: str) -> bool:
+        """Whether ``parameters`` declares the property ``name``."""
+        declared = self.parameters.get("properties", {})
+        return isinstance(declared, dict) and name in declared
+
+    def _check_path_rules(self) -> None:
+        """``paths`` and ``directory_within``: declared parameters, known rules, roots."""
+        for name, rule in self.paths.items():
+            if not self._declared(name):
+                raise _FieldError(
+                    f"paths names {name!r}, which is not a property of parameters",
+                    f"/paths/{name}",
+                )
+            unknown = sorted(set(rule) - {"within", "exists"})
+            if unknown:
+                raise _FieldError(f"unknown path rule {unknown[0]!r}", f"/paths/{name}")
+            if not _is_root(rule.get("within", "workspace")):
+                raise _FieldError(
+                    'within is "workspace" or an absolute directory', f"/paths/{name}/within"
+                )
+        if self.directory_within is not None and not _is_root(self.directory_within):
+            raise _FieldError(
+                'directory_within is "workspace" or an absolute directory', "/directory_within"
+            )
+
+    def _check_options_allowed(self) -> None:
+        for index, name in enumerate(self.options_allowed):
+            if not self._declared(name):
+                raise _FieldError(
+                    f"options_allowed names {name!r}, which is not a property of parameters",
+                    f"/options_allowed/{index}",
+                )
+
+    def _compile_templates(self) -> dict[str, Template]:
+        """Every template field, compiled; a malformed one is a load error at its pointer."""
+        templates: dict[str, Template] = {}
+        for name in _TEMPLATE_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                templates[name] = _compile(value, f"/{name}", name)
+        if self.io is not None and self.io.stdin is not None:
+            templates["io/stdin"] = _compile(self.io.stdin, "/io/stdin", "io/stdin")
+        return templates
+
     def _source(self, field: str) -> object:
         if field == "io/stdin":
             return None if self.io is None else self.io.stdin
@@ -244,7 +266,7 @@ class CommandHandle(BaseModel):
     def uses_credentials(self) -> bool:
         """Whether a call needs a Credential Object: the handle declares ``security``
         or reads ``$credential``."""
-        return self.security is not None or bool(self._compiled.credential_fields)
+        return self.security is not None or bool(_compiled_of(self).credential_fields)
 
     # -- loading -------------------------------------------------------------
 
@@ -268,7 +290,7 @@ class CommandHandle(BaseModel):
 
     def validate_arguments(self, args: object) -> None:
         """Step 1: the arguments against ``parameters``; every violation is reported."""
-        check_arguments(self._compiled.validator, args)
+        check_arguments(_compiled_of(self).validator, args)
 
     def prepare(
         self,
@@ -326,89 +348,30 @@ class CommandHandle(BaseModel):
         ``credential`` is the Credential Object ``$credential`` reads. Neither
         is reachable from ``args``. Variables and stdin that hold a credential
         are named in the Invocation, so that every display of it masks them.
+
+        The checks run in a fixed order, and the first that fails is the
+        refusal: arguments, credential, command, arguments' tokens, program
+        choice, directory, paths, program, environment, stdin, argv text.
         """
         policy = policy or Policy()
         args = {} if args is None else args
-        compiled = self._compiled
+        compiled = _compiled_of(self)
         check_arguments(compiled.validator, args)
-        if compiled.credential_fields and credential is None:
-            raise CommandError(
-                "this handle reads $credential, and no Credential Object was given "
-                "(the application's credential resolver supplies it)",
-                "/security",
-            )
-        application = (
-            None
-            if context is None and credential is None
-            else {"context": context or {}, "credential": credential}
-        )
+        application = self._application(compiled, context, credential)
         templates = compiled.templates
-        command = self._evaluate(templates, "command", args, None, application)
-        if not isinstance(command, str):
-            raise TemplateEvaluationError("command must evaluate to a string", "/command")
-        allowed = allowed_values(self.options_allowed, args)
-        arguments = self._evaluate(templates, "arguments", args, allowed, application)
-        if arguments is UNDEFINED or arguments is None:
-            argv: list[str] = []
-        elif isinstance(arguments, str):
-            argv = [arguments]  # one argument, never split
-        elif isinstance(arguments, list) and all(isinstance(a, str) for a in arguments):
-            argv = arguments
-        else:
-            raise TemplateEvaluationError(
-                "arguments must evaluate to a string or an array of strings "
-                '(use {"$encode": "args", ...} to build tokens from other values)',
-                "/arguments",
-            )
-        check_option_like(argv, allowed, args)
-        argv = [str(a) for a in argv]  # provenance marks end here
+        command = self._render_command(templates, args, application)
+        argv = self._render_arguments(templates, args, application)
         self._check_program_choice(command, policy, compiled)
-        directory = self._evaluate(templates, "directory", args, None, application)
-        if directory is not UNDEFINED and directory is not None and not isinstance(directory, str):
-            raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
-        if isinstance(directory, str):
-            cwd = resolve_directory(directory)
-            if self.directory_within is not None:
-                check_directory_within(cwd, self.directory_within, policy)
-        elif policy.workspace is not None:  # the workspace is the default directory
-            cwd = resolve_directory(policy.workspace, "/directory")
-        else:
-            cwd = resolve_directory(None)
+        cwd = self._render_directory(templates, args, application, policy)
         check_paths(self.paths, args, cwd, policy)
         program = resolve_command(command, cwd, policy, shown=compiled.written_command)
-        environment = self._evaluate(templates, "environment", args, frozenset(), application)
-        env = resolve_environment(
-            None if environment is UNDEFINED else environment,
-            policy,
-            written=compiled.written_environment,
-        )
-        stdin: bytes | None = None
-        io = self.io or IoSpec()
-        if "io/stdin" in templates:
-            value = self._evaluate(templates, "io/stdin", args, None, application)
-            if isinstance(value, str):
-                codec = "utf-8" if io.encoding == "binary" else io.encoding
-                try:
-                    stdin = value.encode(codec)
-                except UnicodeEncodeError as exc:
-                    raise TemplateEvaluationError(
-                        f"io.stdin has a character (U+{ord(value[exc.start]):04X}) that "
-                        f"{codec} cannot encode",
-                        "/io/stdin",
-                    ) from None
-            elif isinstance(value, bytes):
-                stdin = bytes(value)
-            elif value is not UNDEFINED and value is not None:
-                raise TemplateEvaluationError(
-                    "io.stdin must evaluate to a string or binary value", "/io/stdin"
-                )
+        env = self._render_environment(compiled, args, application, policy)
+        io = self.io or _DEFAULT_IO
+        stdin = self._render_stdin(templates, args, application, io)
         problem = argv_problem([program, *argv], env)
         if problem is not None:
             raise ArgvTextError(problem, "/arguments", _token_index(problem))
-        timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
-        max_output = (
-            min(self.max_output, policy.max_output) if self.max_output else policy.max_output
-        )
+        timeout, max_output = self._limits(policy)
         return Invocation(
             argv=(program, *argv),
             env=env,
@@ -424,12 +387,142 @@ class CommandHandle(BaseModel):
             no_new_privs=not policy.allow_setuid,
             limits=policy.child_limits,
             cgroup=policy.cgroup_per_call,
-            masked_environment=self._masked(env, credential),
+            masked_environment=self._masked(env, credential, compiled),
             stdin_masked="io/stdin" in compiled.credential_fields,
         )
 
+    # The steps of render. Each takes what render already read (see _compiled_of).
+
+    def _application(
+        self,
+        compiled: _Compiled,
+        context: Mapping[str, object] | None,
+        credential: Mapping[str, object] | None,
+    ) -> Mapping[str, object] | None:
+        """What ``$context`` and ``$credential`` read; a handle that reads
+        ``$credential`` is refused without a Credential Object."""
+        if compiled.credential_fields and credential is None:
+            raise CommandError(
+                "this handle reads $credential, and no Credential Object was given "
+                "(the application's credential resolver supplies it)",
+                "/security",
+            )
+        if context is None and credential is None:
+            return None
+        return {"context": context or {}, "credential": credential}
+
+    def _render_command(
+        self, templates: dict[str, Template], args: object, application: Mapping[str, object] | None
+    ) -> str:
+        """The program as the template gives it, before it is resolved."""
+        command = self._evaluate(templates, "command", args, None, application)
+        if not isinstance(command, str):
+            raise TemplateEvaluationError("command must evaluate to a string", "/command")
+        return command
+
+    def _render_arguments(
+        self,
+        templates: dict[str, Template],
+        args: object,
+        application: Mapping[str, object] | None,
+    ) -> list[str]:
+        """The argv after the program, with the flag guard applied."""
+        allowed = allowed_values(self.options_allowed, args)
+        arguments = self._evaluate(templates, "arguments", args, allowed, application)
+        if arguments is UNDEFINED or arguments is None:
+            return []
+        if isinstance(arguments, str):
+            argv = [arguments]  # one argument, never split
+        elif isinstance(arguments, list) and all(isinstance(a, str) for a in arguments):
+            argv = arguments
+        else:
+            raise TemplateEvaluationError(
+                "arguments must evaluate to a string or an array of strings "
+                '(use {"$encode": "args", ...} to build tokens from other values)',
+                "/arguments",
+            )
+        check_option_like(argv, allowed, args)
+        return [str(a) for a in argv]  # provenance marks end here
+
+    def _render_directory(
+        self,
+        templates: dict[str, Template],
+        args: object,
+        application: Mapping[str, object] | None,
+        policy: Policy,
+    ) -> str:
+        """The working directory: the template's, else the workspace, else the caller's."""
+        directory = self._evaluate(templates, "directory", args, None, application)
+        if isinstance(directory, str):
+            cwd = resolve_directory(directory)
+            if self.directory_within is not None:
+                check_directory_within(cwd, self.directory_within, policy)
+            return cwd
+        if directory is not UNDEFINED and directory is not None:
+            raise TemplateEvaluationError("directory must evaluate to a string", "/directory")
+        if policy.workspace is not None:  # the workspace is the default directory
+            return resolve_directory(policy.workspace, "/directory")
+        return resolve_directory(None)
+
+    def _render_environment(
+        self,
+        compiled: _Compiled,
+        args: object,
+        application: Mapping[str, object] | None,
+        policy: Policy,
+    ) -> dict[str, str]:
+        """The child's whole environment: the template's variables and the policy's."""
+        environment = self._evaluate(
+            compiled.templates, "environment", args, frozenset(), application
+        )
+        return resolve_environment(
+            None if environment is UNDEFINED else environment,
+            policy,
+            written=compiled.written_environment,
+        )
+
+    def _render_stdin(
+        self,
+        templates: dict[str, Template],
+        args: object,
+        application: Mapping[str, object] | None,
+        io: IoSpec,
+    ) -> bytes | None:
+        """Standard input's bytes, or None when it stays closed."""
+        if "io/stdin" not in templates:
+            return None
+        value = self._evaluate(templates, "io/stdin", args, None, application)
+        if isinstance(value, str):
+            codec = "utf-8" if io.encoding == "binary" else io.encoding
+            try:
+                return value.encode(codec)
+            except UnicodeEncodeError as exc:
+                raise TemplateEvaluationError(
+                    f"io.stdin has a character (U+{ord(value[exc.start]):04X}) that "
+                    f"{codec} cannot encode",
+                    "/io/stdin",
+                ) from None
+        if isinstance(value, bytes):
+            return bytes(value)
+        if value is not UNDEFINED and value is not None:
+            raise TemplateEvaluationError(
+                "io.stdin must evaluate to a string or binary value", "/io/stdin"
+            )
+        return None
+
+    def _limits(self, policy: Policy) -> tuple[float, int]:
+        """The timeout and output cap: the handle's, capped by the policy's."""
+        timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
+        max_output = (
+            min(self.max_output, policy.max_output) if self.max_output else policy.max_output
+        )
+        return timeout, max_output
+
     def _masked(
-        self, env: Mapping[str, str], credential: Mapping[str, object] | None
+        self,
+        env: Mapping[str, str],
+        credential: Mapping[str, object] | None,
+        compiled: _Compiled,
     ) -> frozenset[str]:
         """The variables whose values hold a credential: those whose template reads
         ``$credential``, and any whose value contains one of the credential's values."""
@@ -437,7 +530,7 @@ class CommandHandle(BaseModel):
             return frozenset()
         masked: set[str] = set()
         environment = self.environment
-        if "environment" in self._compiled.credential_fields:
+        if "environment" in compiled.credential_fields:
             if isinstance(environment, dict) and not any(k.startswith("$") for k in environment):
                 masked |= {name for name, v in environment.items() if _reads_credential(v)}
             else:  # built by a directive: any of its values may hold it
@@ -501,7 +594,7 @@ class CommandHandle(BaseModel):
     def shape_result(self, result_json: dict[str, Any]) -> object:
         """What the model sees: the ``result`` template over the result, or None
         when the handle has none (the result itself is then what there is)."""
-        template = self._compiled.templates.get("result")
+        template = _compiled_of(self).templates.get("result")
         if template is None:
             return None
         try:
@@ -509,6 +602,19 @@ class CommandHandle(BaseModel):
         except FormError as exc:
             raise TemplateEvaluationError(exc.message, f"/result{exc.pointer}") from None
         return None if value is UNDEFINED else value
+
+
+def _compiled_of(handle: CommandHandle) -> _Compiled:
+    """``handle._compiled``, from pydantic's dict of private values: reading the
+    attribute fails the ordinary lookup before pydantic's ``__getattr__`` finds
+    it, about 2 us, several percent of a render."""
+    private = handle.__pydantic_private__
+    assert private is not None  # _check_and_compile sets it
+    compiled: _Compiled = private["_compiled"]
+    return compiled
+
+
+_DEFAULT_IO = IoSpec()  # frozen: one shared default instead of a model built per call
 
 
 @dataclass(frozen=True, slots=True)
@@ -696,6 +802,11 @@ _HINTS = {
 _SECRET_NAMES = ("secret", "password", "token", "keyvalue", "apikeyvalue", "privatekey")
 
 
+def _is_root(within: object) -> bool:
+    """A root a path is kept in: "workspace" or an absolute directory."""
+    return isinstance(within, str) and (within == "workspace" or os.path.isabs(within))
+
+
 def _check_security(security: object) -> None:
     if security is None:
         return
@@ -772,8 +883,11 @@ def _reads_credential(value: object) -> bool:
     return False
 
 
-class _FieldError(ValueError):
-    """A check of the whole handle that failed at a known place (``pointer``)."""
+class _FieldError(CommandHandleError, ValueError):
+    """A check of the whole handle that failed at a known place (``pointer``).
+
+    A ValueError, so that pydantic reports it among the validation errors,
+    which :func:`_load_error` turns into one HandleLoadError."""
 
     def __init__(self, message: str, pointer: str) -> None:
         super().__init__(message)

@@ -7,11 +7,12 @@ transports, :func:`http_app` the ASGI app. ``command-handle mcp PATH...`` runs
 them (docs/mcp.md).
 """
 
-from ._serve import http_app, is_loopback, serve, serve_http, serve_stdio
+from ._serve import ServeError, http_app, is_loopback, serve, serve_http, serve_stdio
 from ._server import PROGRESS_INTERVAL, build_server
 
 __all__ = [
     "PROGRESS_INTERVAL",
+    "ServeError",
     "build_server",
     "http_app",
     "is_loopback",

@@ -18,10 +18,11 @@ from typing import Any
 
 import anyio
 
+from ..errors import CommandHandleError
 from ..toolbox import Toolbox
 from ._server import build_server
 
-__all__ = ["http_app", "is_loopback", "serve", "serve_http", "serve_stdio"]
+__all__ = ["ServeError", "http_app", "is_loopback", "serve", "serve_http", "serve_stdio"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -29,6 +30,11 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class ServeError(CommandHandleError, ValueError):
+    """The server was asked for what it refuses: a transport it does not have, or a
+    host that is not a loopback address without ``allow_remote``."""
 
 
 class _StdinLines:
@@ -169,7 +175,7 @@ def serve_http(
     ``allow_remote``: authentication is the deployer's reverse proxy's job, or
     ``bearer_token``'s."""
     if not (allow_remote or is_loopback(host)):
-        raise ValueError(
+        raise ServeError(
             f"refusing to listen on {host}, which is not a loopback address: put an "
             "authenticating reverse proxy in front and pass --allow-remote"
         )
@@ -205,4 +211,4 @@ def serve(
     elif transport == "stdio":
         anyio.run(serve_stdio, toolbox, backend=backend)
     else:
-        raise ValueError(f'transport must be "stdio" or "http", not {transport!r}')
+        raise ServeError(f'transport must be "stdio" or "http", not {transport!r}')

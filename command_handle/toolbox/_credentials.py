@@ -16,12 +16,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import CommandHandleError
 from ..handle import CommandHandle
 
 __all__ = ["CredentialLookupError", "environment_credentials", "parse_credential_option"]
 
 
-class CredentialLookupError(LookupError):
+class CredentialLookupError(CommandHandleError, LookupError):
     """No credential is configured for the handle, or its variable is unset.
     The message names the Security Object and the variable, never a value."""
 

@@ -89,6 +89,12 @@ class CliCallTemplate(_Cached):
     description: str | None = None
     tags: list[str] | None = None
 
+    @field_validator("timeout")
+    @classmethod
+    def _positive_timeout(cls, value: float | None) -> float | None:
+        _milliseconds(value)  # refused at load, not at the first call
+        return value
+
     @property
     def timeout_seconds(self) -> float | None:
         return _milliseconds(self.timeout)
@@ -145,6 +151,12 @@ class LegacyCliProvider(_Cached):
     def environment(self) -> dict[str, str]:
         """``env_vars``, and 0.x's ``env``, which meant the same."""
         return {**(self.env or {}), **(self.env_vars or {})}
+
+    @field_validator("timeout")
+    @classmethod
+    def _positive_timeout(cls, value: float | None) -> float | None:
+        _milliseconds(value)  # refused at load, not at the first call
+        return value
 
     @property
     def timeout_seconds(self) -> float | None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _pointer
 from .._context import EvalContext
-from .._errors import EvaluationError, TemplateSyntaxError
+from .._errors import EvaluationError, FormError, TemplateSyntaxError
 from .._nodes import Constant, Node, Operator, materialize
 from .._registry import Transform
 from .._values import UNDEFINED
@@ -70,10 +70,13 @@ class TransformOperator:
                         self.pointer,
                     )
                 transforms.append(self.table[name])
-        for transform in transforms:
-            value = transform(value)
-            if value is UNDEFINED:
-                return UNDEFINED
+        try:
+            for transform in transforms:
+                value = transform(value)
+                if value is UNDEFINED:
+                    return UNDEFINED
+        except FormError as exc:  # a transform's error: locate it at this directive
+            raise exc.at(self.pointer) from None
         return value
 
 
