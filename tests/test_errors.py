@@ -32,6 +32,9 @@ CONTROL_FLOW = {
     "command_handle.executor._shell.ShellExit",
     # thrown into the supervisor generator to kill the child; the supervisor catches it.
     "command_handle.executor._supervise.Abort",
+    # a Toolbox call's refusal inside its flow: the flow's one boundary turns it
+    # into an is_error result (tests/test_toolbox.py, test_one_run_path.py).
+    "command_handle.toolbox._toolbox._Refusal",
     # raised by the object hook of _json.loads, which turns it into a JSONDecodeError.
     "command_handle._json._DuplicateKey",
     # the command line's refusals and signals: cli.main turns them into exit statuses.
