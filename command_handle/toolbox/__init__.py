@@ -12,6 +12,7 @@ describe them for any LLM, call them by name with the model's arguments.
 from ._arguments import drop_nulls, model_message, parameter_name
 from ._credentials import (
     CredentialLookupError,
+    CredentialOptionError,
     environment_credentials,
     parse_credential_option,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "Approver",
     "AuditEvent",
     "CredentialLookupError",
+    "CredentialOptionError",
     "CredentialResolver",
     "EventSink",
     "StrictSchemaError",

@@ -19,7 +19,12 @@ from typing import Any
 from ..errors import CommandHandleError
 from ..handle import CommandHandle
 
-__all__ = ["CredentialLookupError", "environment_credentials", "parse_credential_option"]
+__all__ = [
+    "CredentialLookupError",
+    "CredentialOptionError",
+    "environment_credentials",
+    "parse_credential_option",
+]
 
 
 class CredentialLookupError(CommandHandleError, LookupError):
@@ -27,11 +32,15 @@ class CredentialLookupError(CommandHandleError, LookupError):
     The message names the Security Object and the variable, never a value."""
 
 
+class CredentialOptionError(CommandHandleError, ValueError):
+    """A ``--credential`` option that is not ``NAME[.FIELD]=VARIABLE``."""
+
+
 def parse_credential_option(option: str) -> tuple[str, str, str]:
     """``NAME[.FIELD]=VAR`` as (name, field, variable)."""
     target, sep, variable = option.partition("=")
     if not sep or not target or not variable:
-        raise ValueError(f"--credential takes NAME=VARIABLE or NAME.FIELD=VARIABLE, not {option!r}")
+        raise CredentialOptionError(f"--credential takes NAME=VARIABLE or NAME.FIELD=VARIABLE, not {option!r}")
     name, dot, field = target.partition(".")
     return name, (field if dot and field else "value"), variable
 
