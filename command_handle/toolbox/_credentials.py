@@ -40,7 +40,9 @@ def parse_credential_option(option: str) -> tuple[str, str, str]:
     """``NAME[.FIELD]=VAR`` as (name, field, variable)."""
     target, sep, variable = option.partition("=")
     if not sep or not target or not variable:
-        raise CredentialOptionError(f"--credential takes NAME=VARIABLE or NAME.FIELD=VARIABLE, not {option!r}")
+        raise CredentialOptionError(
+            f"--credential takes NAME=VARIABLE or NAME.FIELD=VARIABLE, not {option!r}"
+        )
     name, dot, field = target.partition(".")
     return name, (field if dot and field else "value"), variable
 
