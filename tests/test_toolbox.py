@@ -6,6 +6,8 @@ Every call launches real processes (the probe reports what the child got).
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import logging
 import os
@@ -639,7 +641,11 @@ def test_a_credential_in_stdin_is_masked_in_the_plan(tmp_path: Path, call: Call)
     )
     result = call(toolbox, "stdin-secret", {})
     assert CANARY in child_stdout(result)
-    assert approvals[0].plan["stdin"] == {"bytes": len(CANARY)}  # no digest of a secret
+    # the digest is of what is shown, the credential masked: never of a secret
+    assert approvals[0].plan["stdin"] == {
+        "bytes": len(CANARY),
+        "sha256": hashlib.sha256(b"********").hexdigest(),
+    }
     assert CANARY not in result.content
 
 
@@ -749,6 +755,97 @@ def test_preview_then_call_exactly_that_plan(tmp_path: Path, call: Call) -> None
     assert not ran.is_error and ran.plan_hash == shown.plan_hash
     refused = toolbox.preview_sync("secret-tool", {"words": "x"})
     assert refused.plan is None and refused.error and "`words`" in refused.error
+
+
+def database_doc(tmp_path: Path, **fields: Any) -> dict[str, Any]:
+    """A handle whose variable and stdin hold both the credential and the model's
+    data (the database and the statement); it writes what it got to ``ran``."""
+    code = (
+        "import os, sys\n"
+        f"open({str(tmp_path / 'ran')!r}, 'w').write(os.environ['DSN'] + ' ' + sys.stdin.read())\n"
+    )
+    document = script_doc(
+        "db",
+        tmp_path,
+        code,
+        security={"scheme": "basic", "name": "database"},
+        parameters={
+            "type": "object",
+            "properties": {"db": {"type": "string"}, "sql": {"type": "string"}},
+            "required": ["db", "sql"],
+        },
+        environment={"DSN": {"$use": [{"$credential": "password"}, "@{{db}}"], "$join": ""}},
+        io={"stdin": {"$use": ["{{sql}}\n-- ", {"$credential": "password"}], "$join": ""}},
+    )
+    document.update(fields)
+    return document
+
+
+def test_model_data_beside_a_credential_is_in_the_plan_hash(tmp_path: Path, call: Call) -> None:
+    """Issue 22 finding 14: a variable or stdin that holds a credential is shown
+    with only the credential masked, so the model's data in it is hashed: a
+    plan approved for SELECT on staging does not run DROP on production-main
+    (the statements have one length: before, only stdin's size was hashed)."""
+    write(tmp_path / "t.json", database_doc(tmp_path))
+    toolbox = Toolbox.load(
+        tmp_path / "t.json", credentials=lambda p, h: {"scheme": "basic", "password": CANARY}
+    )
+    approved_args = {"db": "staging", "sql": "SELECT * FROM accounts;"}
+    swapped_args = {"db": "production-main", "sql": "DROP TABLE accounts; --"}
+    approved = toolbox.preview_sync("db", approved_args)
+    assert approved.plan is not None and approved.plan_hash is not None
+    assert approved.plan["environment"]["DSN"] == "********@staging"
+    other_db = toolbox.preview_sync("db", {**approved_args, "db": "production-main"})
+    other_sql = toolbox.preview_sync("db", {**swapped_args, "db": "staging"})
+    assert len({approved.plan_hash, other_db.plan_hash, other_sql.plan_hash}) == 3
+    for shown in (approved, other_db, other_sql):
+        assert CANARY not in json.dumps(shown.plan)
+    # The stdin digest is of the text shown (the credential masked), never of a secret.
+    masked_stdin = b"SELECT * FROM accounts;\n-- ********"
+    assert approved.plan["stdin"] == {
+        "bytes": len(f"SELECT * FROM accounts;\n-- {CANARY}"),
+        "sha256": hashlib.sha256(masked_stdin).hexdigest(),
+    }
+    swapped = call(toolbox, "db", swapped_args, expect_plan=approved.plan_hash)
+    assert swapped.is_error and "changed" in swapped.content
+    assert toolbox.executor.spawned == 0 and not (tmp_path / "ran").exists()
+    ran = call(toolbox, "db", approved_args, expect_plan=approved.plan_hash)
+    assert not ran.is_error, ran.content
+    ran_text = (tmp_path / "ran").read_text()
+    assert ran_text == f"{CANARY}@staging SELECT * FROM accounts;\n-- {CANARY}"
+
+
+def test_a_transformed_credential_is_never_shown_and_its_data_is_hashed(tmp_path: Path) -> None:
+    """A credential encoded with the model's data (HTTP Basic: base64 of
+    user:password) is shown as the same template given a masked credential:
+    neither the secret nor its encoding is in the plan, and the user is hashed."""
+    auth = {"$use": ["{{user}}:", {"$credential": "password"}], "$join": "", "$encode": "base64"}
+    write(
+        tmp_path / "t.json",
+        probe_doc(
+            "basic",
+            security={"scheme": "basic", "name": "api"},
+            parameters={"type": "object", "properties": {"user": {"type": "string"}}},
+            environment={"AUTH": auth},
+        ),
+    )
+    toolbox = Toolbox.load(
+        tmp_path / "t.json", credentials=lambda p, h: {"scheme": "basic", "password": CANARY}
+    )
+    alice = toolbox.preview_sync("basic", {"user": "alice"})
+    bob = toolbox.preview_sync("basic", {"user": "bob"})
+    assert alice.plan is not None and bob.plan is not None
+    encoded = base64.b64encode(f"alice:{CANARY}".encode()).decode()
+    for shown in (json.dumps(alice.plan), json.dumps(bob.plan)):
+        assert CANARY not in shown and encoded[8:] not in shown
+    assert alice.plan["environment"]["AUTH"] == base64.b64encode(b"alice:********").decode()
+    assert alice.plan_hash != bob.plan_hash
+    handle = toolbox["basic"].handle
+    assert handle is not None
+    credential = {"scheme": "basic", "password": CANARY}
+    invocation = handle.render({"user": "alice"}, credential=credential)
+    assert invocation.env["AUTH"] == encoded  # what the child gets
+    assert invocation.shown_environment()["AUTH"] == alice.plan["environment"]["AUTH"]
 
 
 # -- events -------------------------------------------------------------------------

@@ -77,8 +77,9 @@ def _describe_command(invocation: Invocation, prepared: PreparedCall[Any]) -> di
     stdin: dict[str, Any] | None = None
     if invocation.stdin is not None:
         stdin = {"bytes": len(invocation.stdin)}
-        if not invocation.stdin_masked:  # a digest of a secret is not shown
-            stdin["sha256"] = hashlib.sha256(invocation.stdin).hexdigest()
+        shown = invocation.shown_stdin()  # the credential masked: never a digest of a secret
+        if shown is not None:
+            stdin["sha256"] = hashlib.sha256(shown).hexdigest()
     return {
         "kind": "command",
         "tool": invocation.handle_name,

@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import (
@@ -45,6 +46,7 @@ from ..policy import (
     resolve_environment,
 )
 from ._options import allowed_values, check_option_like, refusal_from_encoding
+from ._shown import masked_view
 from .directives._registry import registry_for
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
@@ -426,7 +428,40 @@ class CommandHandle(BaseModel):
             cgroup=policy.cgroup_per_call,
             masked_environment=self._masked(env, credential),
             stdin_masked="io/stdin" in compiled.credential_fields,
+            shown=None
+            if credential is None
+            else masked_view(
+                partial(self._evaluate_field, args, templates),
+                context,
+                credential,
+                env,
+                stdin,
+                "utf-8" if io.encoding == "binary" else io.encoding,
+                self._credential_variables(env),
+                "io/stdin" in compiled.credential_fields,
+            ),
         )
+
+    def _evaluate_field(
+        self,
+        args: object,
+        templates: dict[str, Template],
+        name: str,
+        application: Mapping[str, object],
+    ) -> object:
+        """``environment`` or ``io/stdin`` evaluated as render does, with other
+        application values (a masked credential, for display)."""
+        option_values = frozenset[str]() if name == "environment" else None
+        return self._evaluate(templates, name, args, option_values, application)
+
+    def _credential_variables(self, env: Mapping[str, str]) -> frozenset[str]:
+        """The variables whose template reads ``$credential``."""
+        environment = self.environment
+        if "environment" not in self._compiled.credential_fields:
+            return frozenset()
+        if isinstance(environment, dict) and not any(k.startswith("$") for k in environment):
+            return frozenset(name for name, v in environment.items() if _reads_credential(v))
+        return frozenset(env)  # built by a directive: any of its values may hold it
 
     def _masked(
         self, env: Mapping[str, str], credential: Mapping[str, object] | None
@@ -435,13 +470,7 @@ class CommandHandle(BaseModel):
         ``$credential``, and any whose value contains one of the credential's values."""
         if credential is None:
             return frozenset()
-        masked: set[str] = set()
-        environment = self.environment
-        if "environment" in self._compiled.credential_fields:
-            if isinstance(environment, dict) and not any(k.startswith("$") for k in environment):
-                masked |= {name for name, v in environment.items() if _reads_credential(v)}
-            else:  # built by a directive: any of its values may hold it
-                masked |= set(env)
+        masked = set(self._credential_variables(env))
         secrets = secret_values(credential)
         masked |= {
             name
