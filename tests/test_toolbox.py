@@ -848,6 +848,95 @@ def test_a_transformed_credential_is_never_shown_and_its_data_is_hashed(tmp_path
     assert invocation.shown_environment()["AUTH"] == alice.plan["environment"]["AUTH"]
 
 
+def canary_script(path: Path, canary: Path) -> Path:
+    """An executable script that creates ``canary`` when run."""
+    path.write_text(f"#!{PY}\nopen({str(canary)!r}, 'w').close()\n")
+    path.chmod(0o755)
+    return path
+
+
+def program_doc(command: Path) -> dict[str, Any]:
+    return {"name": "tool", "handler": "command", "command": str(command)}
+
+
+def _retarget(link: Path, target: Path) -> None:
+    link.unlink()
+    link.symlink_to(target)
+
+
+def _rewrite(script: Path, canary: Path) -> None:
+    """The same file (inode), the same size, another program."""
+    old_inode, old_size = script.stat().st_ino, script.stat().st_size
+    with script.open("r+") as rewritten:
+        rewritten.write(f"#!{PY}\nopen({str(canary)!r}, 'w').close()\n")
+    assert (script.stat().st_ino, script.stat().st_size) == (old_inode, old_size)
+
+
+@pytest.mark.parametrize("change", ["retarget", "rewrite"])
+def test_a_program_changed_after_the_preview_is_refused(
+    tmp_path: Path, call: Call, change: str
+) -> None:
+    """Issue 22 finding 15: the plan names the program file (its real path,
+    inode, times and content), so a link retargeted, or a script rewritten in
+    place, after the preview does not run under the approved hash."""
+    good, evil = tmp_path / "good-ran", tmp_path / "evil-ran"
+    script = canary_script(tmp_path / "good", good)
+    canary_script(tmp_path / "evil", evil)
+    link = tmp_path / "tool"
+    link.symlink_to(script)
+    write(tmp_path / "tools" / "t.json", program_doc(link))
+    toolbox = Toolbox.load(tmp_path / "tools")
+    shown = toolbox.preview_sync("tool", {})
+    assert shown.plan is not None
+    assert shown.plan["program_file"]["path"] == str(script)
+    if change == "retarget":
+        _retarget(link, tmp_path / "evil")
+    else:
+        _rewrite(script, evil)
+    result = call(toolbox, "tool", {}, expect_plan=shown.plan_hash)
+    assert result.is_error and "changed" in result.content, result.content
+    assert toolbox.executor.spawned == 0 and not evil.exists() and not good.exists()
+
+
+@pytest.mark.parametrize("change", ["retarget", "rewrite"])
+def test_a_program_changed_while_the_approver_looks_is_refused_at_launch(
+    tmp_path: Path, call: Call, change: str
+) -> None:
+    """The prepared call keeps the program file's identity from its description
+    and checks it again right before the launch: a change between the approval
+    and the launch is refused, and nothing is spawned."""
+    good, evil = tmp_path / "good-ran", tmp_path / "evil-ran"
+    script = canary_script(tmp_path / "good", good)
+    canary_script(tmp_path / "evil", evil)
+    link = tmp_path / "tool"
+    link.symlink_to(script)
+    events: list[AuditEvent] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        if change == "retarget":
+            _retarget(link, tmp_path / "evil")
+        else:
+            _rewrite(script, evil)
+        return True
+
+    write(tmp_path / "tools" / "t.json", program_doc(link))
+    toolbox = Toolbox.load(tmp_path / "tools", approve=approve, events=events.append)
+    result = call(toolbox, "tool", {})
+    assert result.is_error and "changed" in result.content, result.content
+    assert toolbox.executor.spawned == 0 and not evil.exists() and not good.exists()
+    assert [e.kind for e in events if e.call_id] == ["approved", "refused"]
+
+
+def test_a_plain_call_runs_a_program_that_changed(tmp_path: Path, call: Call) -> None:
+    """Without an approver, a preview or an expected plan, nothing was described,
+    so nothing is pinned (and no file is hashed on the call's path)."""
+    ran = tmp_path / "ran"
+    script = canary_script(tmp_path / "script", ran)
+    write(tmp_path / "tools" / "t.json", program_doc(script))
+    toolbox = Toolbox.load(tmp_path / "tools")
+    assert not call(toolbox, "tool", {}).is_error and ran.exists()
+
+
 # -- events -------------------------------------------------------------------------
 
 
@@ -1002,3 +1091,19 @@ def test_cli_render_then_run_with_the_expected_plan(tmp_path: Path) -> None:
     assert not (tmp_path / "other").exists()
     code, _, _ = cli("run", str(handle), "--args", '{"name": "ran"}', "--expect-plan", digest)
     assert code == 0 and marker.exists()
+
+
+def test_cli_run_refuses_a_program_retargeted_after_render(tmp_path: Path) -> None:
+    good, evil = tmp_path / "good-ran", tmp_path / "evil-ran"
+    canary_script(tmp_path / "good", good)
+    canary_script(tmp_path / "evil", evil)
+    link = tmp_path / "tool"
+    link.symlink_to(tmp_path / "good")
+    handle = write(tmp_path / "tool.json", program_doc(link))
+    code, out, _ = cli("render", str(handle))
+    assert code == 0
+    rendered = json.loads(out)
+    assert rendered["plan"]["program_file"]["path"] == str(tmp_path / "good")
+    _retarget(link, tmp_path / "evil")
+    code, _, err = cli("run", str(handle), "--expect-plan", rendered["plan_hash"])
+    assert code == 2 and "the plan changed" in err and not evil.exists() and not good.exists()
