@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["MASK", "Invocation", "MaskedView", "StreamMode"]
+__all__ = ["MASK", "Invocation", "MaskedView", "ShownFields", "StreamMode"]
 
 MASK = "********"  # what a credential's value is shown as
 

@@ -25,7 +25,14 @@ from .. import _json, _jsonschema, form
 from .._documents import read_document
 from .._secrets import MIN_REDACTED, secret_values
 from ..args import OptionLikeError
-from ..call import CommandResult, Invocation, PreparedCall, StreamMode
+from ..call import (
+    CommandResult,
+    Invocation,
+    MaskedView,
+    PreparedCall,
+    ShownFields,
+    StreamMode,
+)
 from ..errors import (
     ArgumentsError,
     ArgvTextError,
@@ -46,7 +53,7 @@ from ..policy import (
     resolve_environment,
 )
 from ._options import allowed_values, check_option_like, refusal_from_encoding
-from ._shown import masked_view
+from ._shown import shown_fields
 from .directives._registry import registry_for
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
@@ -430,16 +437,32 @@ class CommandHandle(BaseModel):
             stdin_masked="io/stdin" in compiled.credential_fields,
             shown=None
             if credential is None
-            else masked_view(
-                partial(self._evaluate_field, args, templates),
-                context,
-                credential,
-                env,
-                stdin,
-                "utf-8" if io.encoding == "binary" else io.encoding,
-                self._credential_variables(env),
-                "io/stdin" in compiled.credential_fields,
+            else MaskedView(
+                partial(self._shown_fields, args, templates, context, credential, env, stdin, io)
             ),
+        )
+
+    def _shown_fields(
+        self,
+        args: object,
+        templates: dict[str, Template],
+        context: Mapping[str, object] | None,
+        credential: Mapping[str, object],
+        env: Mapping[str, str],
+        stdin: bytes | None,
+        io: IoSpec,
+    ) -> ShownFields:
+        """The environment and stdin as a display shows them, only the credential
+        masked (``_shown``); run when the call is first described."""
+        return shown_fields(
+            partial(self._evaluate_field, args, templates),
+            context,
+            credential,
+            env,
+            stdin,
+            "utf-8" if io.encoding == "binary" else io.encoding,
+            self._credential_variables(env),
+            "io/stdin" in self._compiled.credential_fields,
         )
 
     def _evaluate_field(

@@ -12,7 +12,9 @@ reads ``$credential`` is shown as that same template evaluated with a
 *masked* Credential Object, each secret replaced by ``********``: the shown
 value is built from the model's data and the author's text, never from the
 secret. The secret text is then replaced wherever else it occurs (the model's
-data, an inherited variable). Computed only when a display asks for it.
+data, an inherited variable). Computed only when a display asks for it
+(:class:`~command_handle.call.MaskedView`): a call nobody looks at pays one
+small object.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from collections.abc import Callable, Mapping
 
 from .. import _json
 from .._secrets import MIN_REDACTED, secret_values
-from ..call import MASK, MaskedView
+from ..call import MASK, ShownFields
 from ..errors import HandleError
 from ..form import UNDEFINED
 
-__all__ = ["masked_credential", "masked_view"]
+__all__ = ["masked_credential", "shown_fields"]
 
 # Evaluates one field ("environment" or "io/stdin") with the given application values.
 Evaluate = Callable[[str, Mapping[str, object]], object]
@@ -46,7 +48,7 @@ def masked_credential(credential: Mapping[str, object]) -> dict[str, object]:
     return {key: value if key == "scheme" else mask(value) for key, value in credential.items()}
 
 
-def masked_view(
+def shown_fields(
     evaluate: Evaluate,
     context: Mapping[str, object] | None,
     credential: Mapping[str, object],
@@ -55,29 +57,26 @@ def masked_view(
     codec: str,
     from_template: frozenset[str],
     stdin_reads_credential: bool,
-) -> MaskedView:
-    """The shown environment and stdin of one rendered call. ``from_template``
-    names the variables whose template reads ``$credential``."""
-
-    def compute() -> tuple[dict[str, str], bytes | None]:
-        application = {"context": context or {}, "credential": masked_credential(credential)}
-        secrets = tuple(s for s in secret_values(credential) if len(s) >= MIN_REDACTED)
-        shown_env = dict(env)
-        if from_template:
-            computed = _evaluated(evaluate, "environment", application)
-            values = computed if isinstance(computed, dict) else {}
-            for name in from_template & env.keys():
-                shown_env[name] = _variable_text(values.get(name, UNDEFINED))
-        for name, value in shown_env.items():
-            shown_env[name] = _masked_text(value, secrets)
-        shown_stdin = stdin
-        if stdin is not None and stdin_reads_credential:
-            shown_stdin = _stdin_bytes(_evaluated(evaluate, "io/stdin", application), codec)
-        if shown_stdin is not None:
-            shown_stdin = _masked_bytes(shown_stdin, secrets, codec)
-        return shown_env, shown_stdin
-
-    return MaskedView(compute)
+) -> ShownFields:
+    """The shown environment and stdin of one rendered call (what its
+    :class:`~command_handle.call.MaskedView` computes). ``from_template`` names
+    the variables whose template reads ``$credential``."""
+    application = {"context": context or {}, "credential": masked_credential(credential)}
+    secrets = tuple(s for s in secret_values(credential) if len(s) >= MIN_REDACTED)
+    shown_env = dict(env)
+    if from_template:
+        computed = _evaluated(evaluate, "environment", application)
+        values = computed if isinstance(computed, dict) else {}
+        for name in from_template & env.keys():
+            shown_env[name] = _variable_text(values.get(name, UNDEFINED))
+    for name, value in shown_env.items():
+        shown_env[name] = _masked_text(value, secrets)
+    shown_stdin = stdin
+    if stdin is not None and stdin_reads_credential:
+        shown_stdin = _stdin_bytes(_evaluated(evaluate, "io/stdin", application), codec)
+    if shown_stdin is not None:
+        shown_stdin = _masked_bytes(shown_stdin, secrets, codec)
+    return shown_env, shown_stdin
 
 
 def _evaluated(evaluate: Evaluate, name: str, application: Mapping[str, object]) -> object:
