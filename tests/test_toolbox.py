@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 
-from command_handle import CommandResult
+from command_handle import CommandError, CommandHandle, CommandResult, Executor
 from command_handle.executor import plan_hash
 from command_handle.toolbox import (
     NAME_PATTERN,
@@ -925,6 +926,22 @@ def test_a_program_changed_while_the_approver_looks_is_refused_at_launch(
     assert result.is_error and "changed" in result.content, result.content
     assert toolbox.executor.spawned == 0 and not evil.exists() and not good.exists()
     assert [e.kind for e in events if e.call_id] == ["approved", "refused"]
+
+
+def test_describing_a_program_swapped_for_a_fifo_refuses_at_once(tmp_path: Path) -> None:
+    """Reading the program file to describe it must not hang on a FIFO put in
+    its place after the call was prepared."""
+    link = tmp_path / "tool"
+    link.symlink_to(canary_script(tmp_path / "good", tmp_path / "good-ran"))
+    handle = CommandHandle.load(program_doc(link))
+    executor = Executor()
+    prepared = handle.prepare({}, executor.policy)
+    os.mkfifo(tmp_path / "fifo")
+    _retarget(link, tmp_path / "fifo")
+    started = time.monotonic()
+    with pytest.raises(CommandError, match="not a regular file"):
+        executor.describe(prepared)
+    assert time.monotonic() - started < 5 and executor.spawned == 0
 
 
 def test_a_plain_call_runs_a_program_that_changed(tmp_path: Path, call: Call) -> None:

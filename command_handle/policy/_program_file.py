@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import CommandError, ProgramChangedError
@@ -32,13 +34,14 @@ def program_identity(path: str, pointer: str = "/command") -> dict[str, Any]:
     larger than :data:`HASHED_UP_TO` or one this user may execute but not read."""
     real = os.path.realpath(path)
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO swapped in for the program must not hang the describer.
+        fd = os.open(real, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except PermissionError:
-        return _identity(real, _stat(real, pointer), None)
+        return _identity(real, _regular(os.stat, real, pointer), None)
     except OSError as exc:
         raise CommandError(f"the command cannot be examined: {exc.strerror}", pointer) from None
     with os.fdopen(fd, "rb") as program:
-        info = os.fstat(program.fileno())  # the file read is the file described
+        info = _regular(os.fstat, program.fileno(), pointer)  # the file read is the one shown
         digest = None
         if info.st_size <= HASHED_UP_TO:
             digest = hashlib.file_digest(program, "sha256").hexdigest()
@@ -59,11 +62,17 @@ def check_program_identity(path: str, expected: dict[str, Any], pointer: str = "
         )
 
 
-def _stat(path: str, pointer: str) -> os.stat_result:
+def _regular(
+    stat_of: Callable[[Any], os.stat_result], target: str | int, pointer: str
+) -> os.stat_result:
+    """The status of the program file, which must still be a regular file."""
     try:
-        return os.stat(path)
+        info = stat_of(target)
     except OSError as exc:
         raise CommandError(f"the command cannot be examined: {exc.strerror}", pointer) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise CommandError("the command is not a regular file", pointer)
+    return info
 
 
 def _identity(real: str, info: os.stat_result, digest: str | None) -> dict[str, Any]:
