@@ -10,11 +10,13 @@ text; they are still masked wherever the invocation is shown.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import AnyStr
 
 __all__ = [
     "MIN_REDACTED",
     "REDACTED",
     "redact",
+    "redact_bytes",
     "redact_cut",
     "redact_value",
     "secret_values",
@@ -61,17 +63,47 @@ def redact_cut(
     or an end that is a secret's start (``cut_after``), of
     :data:`MIN_REDACTED` characters or more, is redacted too. Where we cut
     ourselves, redact the whole text first and cut after."""
-    text = redact(text, secrets)
+    return _redact_piece(redact(text, secrets), secrets, REDACTED, cut_before, cut_after)
+
+
+def redact_bytes(
+    data: bytes, secrets: tuple[str, ...], *, cut_before: bool = False, cut_after: bool = False
+) -> bytes:
+    """``data`` (binary output) with each secret's UTF-8 bytes redacted, and the
+    parts of one at a cut edge, as :func:`redact_cut` does for text: before
+    anything encodes the bytes (base64) so that no text search can see them."""
+    encoded = sorted(
+        (secret.encode() for secret in secrets if len(secret) >= MIN_REDACTED),
+        key=len,
+        reverse=True,
+    )
+    marker = REDACTED.encode()
+    for secret in encoded:
+        if secret in data:
+            data = data.replace(secret, marker)
+    return _redact_piece(data, tuple(encoded), marker, cut_before, cut_after)
+
+
+def _redact_piece(
+    text: AnyStr,
+    secrets: tuple[AnyStr, ...],
+    marker: AnyStr,
+    cut_before: bool,
+    cut_after: bool,
+) -> AnyStr:
+    """The part of a secret that a cut left at either end of ``text``, redacted."""
+    if not (cut_before or cut_after):
+        return text
     for secret in secrets:
         if len(secret) <= MIN_REDACTED:
             continue
         for size in range(len(secret) - 1, MIN_REDACTED - 1, -1):
             if cut_before and text.startswith(secret[-size:]):
-                text = REDACTED + text[size:]
+                text = marker + text[size:]
                 break
         for size in range(len(secret) - 1, MIN_REDACTED - 1, -1):
             if cut_after and text.endswith(secret[:size]):
-                text = text[:-size] + REDACTED
+                text = text[:-size] + marker
                 break
     return text
 

@@ -30,6 +30,7 @@ __all__ = [
     "PathArgumentError",
     "PolicyError",
     "PolicyTypeError",
+    "ProgramChangedError",
     "SandboxError",
     "TemplateEvaluationError",
     "TranslationError",
@@ -152,6 +153,12 @@ class ArgvTextError(TemplateEvaluationError):
 
 class CommandError(HandleError):
     """The command cannot be run: not found, not executable, refused by the policy."""
+
+
+class ProgramChangedError(CommandError):
+    """The program file is not the one the call was described (and approved)
+    with: a link was retargeted, or the file replaced or rewritten, between the
+    description and the launch. Nothing ran."""
 
 
 class DirectoryError(HandleError):

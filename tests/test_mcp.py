@@ -172,6 +172,18 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
         security={"scheme": "apiKey", "name": "billing"},
         environment={"API_KEY": {"$credential": "value"}},
     )
+    # Lines whose cuts fall inside the key: the progress line keeps the last 4096
+    # characters of a line; a progress message, the first 200 of that.
+    script_tool(
+        folder,
+        "long-secret",
+        "import os, time\nkey = os.environ['API_KEY']\n"
+        "for line in (key + 'x' * 4086, 'y' * 190 + key + 'z' * 10, 'w' * 195 + key):\n"
+        "    print(line, flush=True)\n"
+        "    time.sleep(0.8)\n",
+        security={"scheme": "apiKey", "name": "billing"},
+        environment={"API_KEY": {"$credential": "value"}},
+    )
     script_tool(
         folder,
         "writer",
@@ -464,6 +476,29 @@ def test_progress_messages_never_carry_a_credential(connect: Connect) -> None:
     result = anyio.run(main)
     assert text_of(result) == "using [credential]"
     assert "using [credential]" in messages and not any(CANARY in m for m in messages)
+
+
+def test_progress_messages_show_no_part_of_a_credential_across_a_cut(connect: Connect) -> None:
+    """A line longer than 4096 characters is shown by its end, and a message by
+    its first 200 characters: a key that straddles either cut shows none of
+    its characters (it is redacted before each cut)."""
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async def main() -> Any:
+        async with connect() as client:
+            return await client.call_tool("long-secret", {}, progress_callback=on_progress)
+
+    result = anyio.run(main)
+    assert not result.is_error
+    assert any(m.endswith("x" * 100) for m in messages), messages
+    assert any(m.startswith("yyy") for m in messages) and any(m.startswith("www") for m in messages)
+    parts = {CANARY[:n] for n in range(5, len(CANARY) + 1)} | {
+        CANARY[-n:] for n in range(5, len(CANARY) + 1)
+    }
+    assert not [m for m in messages if any(part in m for part in parts)]
 
 
 def test_a_cancelled_call_kills_the_tree_and_the_session_goes_on(

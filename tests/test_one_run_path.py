@@ -4,6 +4,7 @@ executor methods, with the same checks, figures and error boundary."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import threading
@@ -27,6 +28,7 @@ from command_handle import (
     utcp,
 )
 from command_handle.call import PlanResult, PreparedCall
+from command_handle.form import escape
 from command_handle.toolbox import AuditEvent
 
 from .processes import PY, probe_handle, report
@@ -353,3 +355,109 @@ def _zombie_free(pids: list[int]) -> bool:
     from .processes import alive
 
     return not any(alive(pid) for pid in pids)
+
+
+def _leaks(text: str) -> list[str]:
+    """The parts of SECRET (six characters or more) that ``text`` shows."""
+    return [
+        part
+        for size in range(6, len(SECRET) + 1)
+        for part in (SECRET[:size], SECRET[-size:])
+        if part in text
+    ]
+
+
+def _cut_tool(tmp_path: Path, code: str, **fields: Any) -> Toolbox:
+    """The leak tool under a policy whose max_output is 4096 bytes."""
+    document = {
+        "name": "leak",
+        "handle": "command",
+        "command": PY,
+        "arguments": ["-c", escape(code)],
+        "environment": {"TOKEN": {"$credential": "token"}},
+        **fields,
+    }
+    (tmp_path / "tool.json").write_text(json.dumps(document))
+    return Toolbox.load(
+        tmp_path / "tool.json",
+        policy=Policy(max_output=4096),
+        credentials=lambda principal, handle: {"scheme": "bearer", "token": SECRET},
+    )
+
+
+@pytest.mark.parametrize("offset", [-20, -8])
+def test_the_structured_view_redacts_a_secret_cut_by_the_executor_s_cap(
+    tmp_path: Path, offset: int
+) -> None:
+    """The default structured value holds the head the executor kept: a secret
+    cut at its end shows no part there either."""
+    code = f"import os; print('a' * (4096 + {offset}) + os.environ['TOKEN'] + 'b' * 200, end='')"
+    result = _cut_tool(tmp_path, code).call_sync("leak", {})
+    assert isinstance(result.result, CommandResult) and result.result.stdout_truncated
+    assert SECRET[:-offset] in str(result.result.stdout)  # the application's view: as written
+    assert _leaks(json.dumps(result.structured)) == []
+
+
+@pytest.mark.parametrize(
+    ("template", "pad"),
+    [
+        ({"out": {"$": "stdout"}}, 4086),  # the head the executor cut, as it is
+        ({"$use": {"$": "stdout"}, "$encode": "base64"}, 100),  # the whole secret, encoded
+        ({"$use": {"$": "stdout"}, "$encode": "base64"}, 4086),
+    ],
+)
+def test_a_result_template_reads_output_already_redacted(
+    tmp_path: Path, template: dict[str, Any], pad: int
+) -> None:
+    """The template gets the run with the credential redacted, cut edges
+    included: what it builds from the output (even an encoding of it) holds no
+    part of the secret."""
+    code = f"import os; print('a' * {pad} + os.environ['TOKEN'] + 'b' * 200, end='')"
+    result = _cut_tool(tmp_path, code, result=template).call_sync("leak", {})
+    assert not result.is_error, result.content
+    shown = json.dumps(result.structured) + result.content
+    if "$encode" in template:
+        shown = base64.b64decode(str(result.structured)).decode("utf-8", "replace")
+    assert shown and _leaks(shown) == []
+
+
+@pytest.mark.parametrize("cap", [None, 4096])
+def test_binary_output_is_redacted_before_base64(tmp_path: Path, cap: int | None) -> None:
+    """Issue 22 finding 13: with io.encoding "binary", stdout is bytes and the
+    structured value carries it as base64; the credential's bytes are redacted
+    before the encoding, also where the executor's cap cut them."""
+    pad = 4086 if cap else 10
+    code = (
+        "import os, sys; sys.stdout.buffer.write(b'\\x00\\xff' + b'a' * "
+        f"{pad} + os.environ['TOKEN'].encode() + b'\\x01' * 300)"
+    )
+    tool = _cut_tool(tmp_path, code, io={"encoding": "binary"})
+    if cap is None:
+        tool = Toolbox(list(tool), credentials=tool._credentials)
+    result = tool.call_sync("leak", {})
+    assert isinstance(result.result, CommandResult)
+    assert isinstance(result.result.stdout, bytes)
+    assert result.result.stdout_truncated is (cap is not None)
+    assert isinstance(result.structured, dict)
+    shown = base64.b64decode(result.structured["stdout"]).decode("latin-1")
+    assert shown.startswith("\x00\xff") and _leaks(shown) == []
+    assert _leaks(result.content) == []
+
+
+def test_progress_lines_are_decoded_with_the_handle_s_encoding(tmp_path: Path) -> None:
+    """on_output lines of a UTF-16 program are its text, so the credential in
+    them is found and redacted (read as UTF-8, each character came with a NUL
+    and no redaction matched)."""
+    code = (
+        "import os, sys; sys.stdout.buffer.write(('using ' + os.environ['TOKEN'] + "
+        "'\\n').encode('utf-16-le'))"
+    )
+    tool = _cut_tool(tmp_path, code, io={"encoding": "utf-16-le"})
+    lines: list[str] = []
+
+    async def collect(stream: str, line: str) -> None:
+        lines.append(line)
+
+    result = trio.run(lambda: tool.call("leak", {}, on_output=collect))
+    assert result.content == "using [credential]"
+    assert lines == ["using [credential]"]

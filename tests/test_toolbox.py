@@ -6,10 +6,13 @@ Every call launches real processes (the probe reports what the child got).
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 
-from command_handle import CommandResult
+from command_handle import CommandError, CommandHandle, CommandResult, Executor
 from command_handle.executor import plan_hash
 from command_handle.toolbox import (
     NAME_PATTERN,
@@ -639,7 +642,11 @@ def test_a_credential_in_stdin_is_masked_in_the_plan(tmp_path: Path, call: Call)
     )
     result = call(toolbox, "stdin-secret", {})
     assert CANARY in child_stdout(result)
-    assert approvals[0].plan["stdin"] == {"bytes": len(CANARY)}  # no digest of a secret
+    # the digest is of what is shown, the credential masked: never of a secret
+    assert approvals[0].plan["stdin"] == {
+        "bytes": len(CANARY),
+        "sha256": hashlib.sha256(b"********").hexdigest(),
+    }
     assert CANARY not in result.content
 
 
@@ -749,6 +756,202 @@ def test_preview_then_call_exactly_that_plan(tmp_path: Path, call: Call) -> None
     assert not ran.is_error and ran.plan_hash == shown.plan_hash
     refused = toolbox.preview_sync("secret-tool", {"words": "x"})
     assert refused.plan is None and refused.error and "`words`" in refused.error
+
+
+def database_doc(tmp_path: Path, **fields: Any) -> dict[str, Any]:
+    """A handle whose variable and stdin hold both the credential and the model's
+    data (the database and the statement); it writes what it got to ``ran``."""
+    code = (
+        "import os, sys\n"
+        f"open({str(tmp_path / 'ran')!r}, 'w').write(os.environ['DSN'] + ' ' + sys.stdin.read())\n"
+    )
+    document = script_doc(
+        "db",
+        tmp_path,
+        code,
+        security={"scheme": "basic", "name": "database"},
+        parameters={
+            "type": "object",
+            "properties": {"db": {"type": "string"}, "sql": {"type": "string"}},
+            "required": ["db", "sql"],
+        },
+        environment={"DSN": {"$use": [{"$credential": "password"}, "@{{db}}"], "$join": ""}},
+        io={"stdin": {"$use": ["{{sql}}\n-- ", {"$credential": "password"}], "$join": ""}},
+    )
+    document.update(fields)
+    return document
+
+
+def test_model_data_beside_a_credential_is_in_the_plan_hash(tmp_path: Path, call: Call) -> None:
+    """Issue 22 finding 14: a variable or stdin that holds a credential is shown
+    with only the credential masked, so the model's data in it is hashed: a
+    plan approved for SELECT on staging does not run DROP on production-main
+    (the statements have one length: before, only stdin's size was hashed)."""
+    write(tmp_path / "t.json", database_doc(tmp_path))
+    toolbox = Toolbox.load(
+        tmp_path / "t.json", credentials=lambda p, h: {"scheme": "basic", "password": CANARY}
+    )
+    approved_args = {"db": "staging", "sql": "SELECT * FROM accounts;"}
+    swapped_args = {"db": "production-main", "sql": "DROP TABLE accounts; --"}
+    approved = toolbox.preview_sync("db", approved_args)
+    assert approved.plan is not None and approved.plan_hash is not None
+    assert approved.plan["environment"]["DSN"] == "********@staging"
+    other_db = toolbox.preview_sync("db", {**approved_args, "db": "production-main"})
+    other_sql = toolbox.preview_sync("db", {**swapped_args, "db": "staging"})
+    assert len({approved.plan_hash, other_db.plan_hash, other_sql.plan_hash}) == 3
+    for shown in (approved, other_db, other_sql):
+        assert CANARY not in json.dumps(shown.plan)
+    # The stdin digest is of the text shown (the credential masked), never of a secret.
+    masked_stdin = b"SELECT * FROM accounts;\n-- ********"
+    assert approved.plan["stdin"] == {
+        "bytes": len(f"SELECT * FROM accounts;\n-- {CANARY}"),
+        "sha256": hashlib.sha256(masked_stdin).hexdigest(),
+    }
+    swapped = call(toolbox, "db", swapped_args, expect_plan=approved.plan_hash)
+    assert swapped.is_error and "changed" in swapped.content
+    assert toolbox.executor.spawned == 0 and not (tmp_path / "ran").exists()
+    ran = call(toolbox, "db", approved_args, expect_plan=approved.plan_hash)
+    assert not ran.is_error, ran.content
+    ran_text = (tmp_path / "ran").read_text()
+    assert ran_text == f"{CANARY}@staging SELECT * FROM accounts;\n-- {CANARY}"
+
+
+def test_a_transformed_credential_is_never_shown_and_its_data_is_hashed(tmp_path: Path) -> None:
+    """A credential encoded with the model's data (HTTP Basic: base64 of
+    user:password) is shown as the same template given a masked credential:
+    neither the secret nor its encoding is in the plan, and the user is hashed."""
+    auth = {"$use": ["{{user}}:", {"$credential": "password"}], "$join": "", "$encode": "base64"}
+    write(
+        tmp_path / "t.json",
+        probe_doc(
+            "basic",
+            security={"scheme": "basic", "name": "api"},
+            parameters={"type": "object", "properties": {"user": {"type": "string"}}},
+            environment={"AUTH": auth},
+        ),
+    )
+    toolbox = Toolbox.load(
+        tmp_path / "t.json", credentials=lambda p, h: {"scheme": "basic", "password": CANARY}
+    )
+    alice = toolbox.preview_sync("basic", {"user": "alice"})
+    bob = toolbox.preview_sync("basic", {"user": "bob"})
+    assert alice.plan is not None and bob.plan is not None
+    encoded = base64.b64encode(f"alice:{CANARY}".encode()).decode()
+    for shown in (json.dumps(alice.plan), json.dumps(bob.plan)):
+        assert CANARY not in shown and encoded[8:] not in shown
+    assert alice.plan["environment"]["AUTH"] == base64.b64encode(b"alice:********").decode()
+    assert alice.plan_hash != bob.plan_hash
+    handle = toolbox["basic"].handle
+    assert handle is not None
+    credential = {"scheme": "basic", "password": CANARY}
+    invocation = handle.render({"user": "alice"}, credential=credential)
+    assert invocation.env["AUTH"] == encoded  # what the child gets
+    assert invocation.shown_environment()["AUTH"] == alice.plan["environment"]["AUTH"]
+
+
+def canary_script(path: Path, canary: Path) -> Path:
+    """An executable script that creates ``canary`` when run."""
+    path.write_text(f"#!{PY}\nopen({str(canary)!r}, 'w').close()\n")
+    path.chmod(0o755)
+    return path
+
+
+def program_doc(command: Path) -> dict[str, Any]:
+    return {"name": "tool", "handler": "command", "command": str(command)}
+
+
+def _retarget(link: Path, target: Path) -> None:
+    link.unlink()
+    link.symlink_to(target)
+
+
+def _rewrite(script: Path, canary: Path) -> None:
+    """The same file (inode), the same size, another program."""
+    old_inode, old_size = script.stat().st_ino, script.stat().st_size
+    with script.open("r+") as rewritten:
+        rewritten.write(f"#!{PY}\nopen({str(canary)!r}, 'w').close()\n")
+    assert (script.stat().st_ino, script.stat().st_size) == (old_inode, old_size)
+
+
+@pytest.mark.parametrize("change", ["retarget", "rewrite"])
+def test_a_program_changed_after_the_preview_is_refused(
+    tmp_path: Path, call: Call, change: str
+) -> None:
+    """Issue 22 finding 15: the plan names the program file (its real path,
+    inode, times and content), so a link retargeted, or a script rewritten in
+    place, after the preview does not run under the approved hash."""
+    good, evil = tmp_path / "good-ran", tmp_path / "evil-ran"
+    script = canary_script(tmp_path / "good", good)
+    canary_script(tmp_path / "evil", evil)
+    link = tmp_path / "tool"
+    link.symlink_to(script)
+    write(tmp_path / "tools" / "t.json", program_doc(link))
+    toolbox = Toolbox.load(tmp_path / "tools")
+    shown = toolbox.preview_sync("tool", {})
+    assert shown.plan is not None
+    assert shown.plan["program_file"]["path"] == str(script)
+    if change == "retarget":
+        _retarget(link, tmp_path / "evil")
+    else:
+        _rewrite(script, evil)
+    result = call(toolbox, "tool", {}, expect_plan=shown.plan_hash)
+    assert result.is_error and "changed" in result.content, result.content
+    assert toolbox.executor.spawned == 0 and not evil.exists() and not good.exists()
+
+
+@pytest.mark.parametrize("change", ["retarget", "rewrite"])
+def test_a_program_changed_while_the_approver_looks_is_refused_at_launch(
+    tmp_path: Path, call: Call, change: str
+) -> None:
+    """The prepared call keeps the program file's identity from its description
+    and checks it again right before the launch: a change between the approval
+    and the launch is refused, and nothing is spawned."""
+    good, evil = tmp_path / "good-ran", tmp_path / "evil-ran"
+    script = canary_script(tmp_path / "good", good)
+    canary_script(tmp_path / "evil", evil)
+    link = tmp_path / "tool"
+    link.symlink_to(script)
+    events: list[AuditEvent] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        if change == "retarget":
+            _retarget(link, tmp_path / "evil")
+        else:
+            _rewrite(script, evil)
+        return True
+
+    write(tmp_path / "tools" / "t.json", program_doc(link))
+    toolbox = Toolbox.load(tmp_path / "tools", approve=approve, events=events.append)
+    result = call(toolbox, "tool", {})
+    assert result.is_error and "changed" in result.content, result.content
+    assert toolbox.executor.spawned == 0 and not evil.exists() and not good.exists()
+    assert [e.kind for e in events if e.call_id] == ["approved", "refused"]
+
+
+def test_describing_a_program_swapped_for_a_fifo_refuses_at_once(tmp_path: Path) -> None:
+    """Reading the program file to describe it must not hang on a FIFO put in
+    its place after the call was prepared."""
+    link = tmp_path / "tool"
+    link.symlink_to(canary_script(tmp_path / "good", tmp_path / "good-ran"))
+    handle = CommandHandle.load(program_doc(link))
+    executor = Executor()
+    prepared = handle.prepare({}, executor.policy)
+    os.mkfifo(tmp_path / "fifo")
+    _retarget(link, tmp_path / "fifo")
+    started = time.monotonic()
+    with pytest.raises(CommandError, match="not a regular file"):
+        executor.describe(prepared)
+    assert time.monotonic() - started < 5 and executor.spawned == 0
+
+
+def test_a_plain_call_runs_a_program_that_changed(tmp_path: Path, call: Call) -> None:
+    """Without an approver, a preview or an expected plan, nothing was described,
+    so nothing is pinned (and no file is hashed on the call's path)."""
+    ran = tmp_path / "ran"
+    script = canary_script(tmp_path / "script", ran)
+    write(tmp_path / "tools" / "t.json", program_doc(script))
+    toolbox = Toolbox.load(tmp_path / "tools")
+    assert not call(toolbox, "tool", {}).is_error and ran.exists()
 
 
 # -- events -------------------------------------------------------------------------
@@ -905,3 +1108,19 @@ def test_cli_render_then_run_with_the_expected_plan(tmp_path: Path) -> None:
     assert not (tmp_path / "other").exists()
     code, _, _ = cli("run", str(handle), "--args", '{"name": "ran"}', "--expect-plan", digest)
     assert code == 0 and marker.exists()
+
+
+def test_cli_run_refuses_a_program_retargeted_after_render(tmp_path: Path) -> None:
+    good, evil = tmp_path / "good-ran", tmp_path / "evil-ran"
+    canary_script(tmp_path / "good", good)
+    canary_script(tmp_path / "evil", evil)
+    link = tmp_path / "tool"
+    link.symlink_to(tmp_path / "good")
+    handle = write(tmp_path / "tool.json", program_doc(link))
+    code, out, _ = cli("render", str(handle))
+    assert code == 0
+    rendered = json.loads(out)
+    assert rendered["plan"]["program_file"]["path"] == str(tmp_path / "good")
+    _retarget(link, tmp_path / "evil")
+    code, _, err = cli("run", str(handle), "--expect-plan", rendered["plan_hash"])
+    assert code == 2 and "the plan changed" in err and not evil.exists() and not good.exists()

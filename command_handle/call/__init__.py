@@ -8,7 +8,7 @@ steps). Nothing in this package spawns a process or belongs to a front end.
 """
 
 from ._command_result import CommandResult
-from ._invocation import MASK, Invocation, StreamMode
+from ._invocation import MASK, Invocation, MaskedView, ShownFields, StreamMode
 from ._plan_result import PlanResult, StepResult
 from ._prepared import CallKind, PreparedCall, PreparedPlan, plan_hash
 
@@ -17,9 +17,11 @@ __all__ = [
     "CallKind",
     "CommandResult",
     "Invocation",
+    "MaskedView",
     "PlanResult",
     "PreparedCall",
     "PreparedPlan",
+    "ShownFields",
     "StepResult",
     "StreamMode",
     "plan_hash",

@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["MASK", "Invocation", "StreamMode"]
+__all__ = ["MASK", "Invocation", "MaskedView", "ShownFields", "StreamMode"]
 
 MASK = "********"  # what a credential's value is shown as
 
 StreamMode = Literal["pipe", "ignore", "inherit"]
+
+# The environment and stdin as shown: stdin None when only its size is shown.
+ShownFields = tuple[dict[str, str], bytes | None]
+
+
+class MaskedView:
+    """How an invocation whose environment or stdin holds a credential is shown:
+    the model's data in those values stays visible (and hashed), only the
+    credential is masked. Computed once, when first shown: a call that nobody
+    describes pays nothing for it."""
+
+    __slots__ = ("_compute", "_shown")
+
+    def __init__(self, compute: Callable[[], ShownFields]) -> None:
+        self._compute = compute
+        self._shown: ShownFields | None = None
+
+    def get(self) -> ShownFields:
+        if self._shown is None:
+            self._shown = self._compute()  # deterministic: two threads agree
+        return self._shown
 
 
 @dataclass(frozen=True)
@@ -38,20 +60,36 @@ class Invocation:
     # bwrap and its options when the sandbox backend is bubblewrap (set by the executor)
     bubblewrap: tuple[str, ...] = field(default=(), compare=False)
     # Variables whose values hold a credential, and whether stdin does: every
-    # display of the invocation (render, approval, events) masks them.
+    # display of the invocation (render, approval, events) masks them, whole
+    # unless ``shown`` says how to mask only the credential in them.
     masked_environment: frozenset[str] = frozenset()
     stdin_masked: bool = False
+    # Set by a handle's render when a credential was given; never serialized.
+    shown: MaskedView | None = field(default=None, compare=False, repr=False)
 
     def shown_environment(self) -> dict[str, str]:
-        """``env`` with each credential-bearing value replaced by :data:`MASK`."""
+        """``env`` with each credential masked: only the credential, with ``shown``;
+        else each credential-bearing value whole, as :data:`MASK`."""
+        if self.shown is not None:
+            return dict(self.shown.get()[0])
         masked = self.masked_environment
         return {name: MASK if name in masked else value for name, value in self.env.items()}
+
+    def shown_stdin(self) -> bytes | None:
+        """Stdin with each credential masked; None when there is none, or when
+        it holds a credential that only its size may show."""
+        if self.stdin is None:
+            return None
+        if self.shown is not None:
+            return self.shown.get()[1]
+        return None if self.stdin_masked else self.stdin
 
     def to_json(self) -> dict[str, object]:
         """The invocation for display, with credentials masked."""
         stdin: str | None = None
         if self.stdin is not None:
-            stdin = MASK if self.stdin_masked else self.stdin.decode("utf-8", "replace")
+            shown = self.shown_stdin()
+            stdin = MASK if shown is None else shown.decode("utf-8", "replace")
         return {
             "argv": list(self.argv),
             "env": self.shown_environment(),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from ..plan import Plan
-from ..policy import Policy, check_paths, check_program
+from ..policy import Policy, check_paths, check_program, check_program_identity
 from ._command_result import CommandResult
 from ._invocation import Invocation
 from ._plan_result import PlanResult
@@ -51,7 +51,9 @@ class PreparedCall(Generic[R]):
     provider's translation (its output rules). ``timeout`` and ``max_output`` are the
     effective limits: the Policy's, lowered by the tool's own. ``path_rules``
     and ``arguments`` let the executor check the handle's ``paths`` again once
-    the call holds its slot.
+    the call holds its slot. ``program_file`` is the program file's identity
+    from the first time the call was described (for an approver, a preview,
+    an expected plan hash); the launch is refused if the file changed since.
     """
 
     kind: CallKind
@@ -63,6 +65,9 @@ class PreparedCall(Generic[R]):
     plan: PreparedPlan | None = None
     path_rules: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     arguments: object = None
+    program_file: Mapping[str, Any] | None = field(
+        default=None, init=False, compare=False, repr=False
+    )
 
     @staticmethod
     def command(
@@ -113,14 +118,23 @@ class PreparedCall(Generic[R]):
         """The program a command runs ("" for a plan, whose programs vary by step)."""
         return self.invocation.argv[0] if self.invocation is not None else ""
 
+    def remember_program_file(self, identity: Mapping[str, Any]) -> None:
+        """Keep the program file's identity as the call was described: the first
+        description is the one an approver can have seen."""
+        if self.program_file is None:
+            object.__setattr__(self, "program_file", identity)  # set once, before the run
+
     def recheck(self) -> None:
         """The checks that the world can undo between preparing and launching,
-        repeated: the program (a link swapped to another file), and the
-        handle's ``paths`` (a link swapped to a secret). A plan's programs and
-        redirect targets are checked as each step reaches them."""
+        repeated: the program (a link swapped to another file, or a described
+        program file changed), and the handle's ``paths`` (a link swapped to a
+        secret). A plan's programs and redirect targets are checked as each
+        step reaches them."""
         if self.invocation is None:
             return
         check_program(self.invocation.argv[0], self.policy, "/command")
+        if self.program_file is not None:
+            check_program_identity(self.invocation.argv[0], dict(self.program_file))
         if self.path_rules:
             check_paths(self.path_rules, self.arguments, self.invocation.cwd, self.policy)
 

@@ -1,10 +1,12 @@
 """What a call will do, as plain JSON, and its hash: what an approver sees and signs.
 
 The description holds everything that decides what runs and under which
-limits: the program, argv, the environment (credential values masked), the
+limits: the program and the identity of its file (real path, inode, times,
+content digest), argv, the environment (credential values masked), the
 working directory, stdin's size and digest, the stream modes, the limits and
-the sandbox profile. It leaves out what changes from run to run without
-changing what runs (the per-call temporary directory). Two renderings of the
+the sandbox profile. Describing a call remembers that identity on it, and the
+launch is refused if the file changed since. It leaves out what changes from
+run to run without changing what runs (the per-call temporary directory). Two renderings of the
 same call under the same policy give the same hash, so a hash approved from
 ``command-handle render`` can be required by ``run --expect-plan``.
 """
@@ -16,7 +18,7 @@ import resource
 from typing import Any
 
 from ..call import Invocation, PreparedCall
-from ..policy import Policy
+from ..policy import Policy, program_identity
 from ._sandbox import profile_for
 
 __all__ = ["describe"]
@@ -73,16 +75,20 @@ def describe(prepared: PreparedCall[Any]) -> dict[str, Any]:
 
 
 def _describe_command(invocation: Invocation, prepared: PreparedCall[Any]) -> dict[str, Any]:
-    """The plan of one command."""
+    """The plan of one command; the prepared call keeps the program file's identity."""
+    program_file = program_identity(invocation.argv[0])
+    prepared.remember_program_file(program_file)
     stdin: dict[str, Any] | None = None
     if invocation.stdin is not None:
         stdin = {"bytes": len(invocation.stdin)}
-        if not invocation.stdin_masked:  # a digest of a secret is not shown
-            stdin["sha256"] = hashlib.sha256(invocation.stdin).hexdigest()
+        shown = invocation.shown_stdin()  # the credential masked: never a digest of a secret
+        if shown is not None:
+            stdin["sha256"] = hashlib.sha256(shown).hexdigest()
     return {
         "kind": "command",
         "tool": invocation.handle_name,
         "program": _text(invocation.argv[0]),
+        "program_file": {**program_file, "path": _text(program_file["path"])},
         "argv": [_text(token) for token in invocation.argv],
         "environment": {_text(k): _text(v) for k, v in invocation.shown_environment().items()},
         "cwd": _text(invocation.cwd),

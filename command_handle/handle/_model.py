@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import (
@@ -24,7 +25,14 @@ from .. import _json, _jsonschema, form
 from .._documents import read_document
 from .._secrets import MIN_REDACTED, secret_values
 from ..args import OptionLikeError
-from ..call import CommandResult, Invocation, PreparedCall, StreamMode
+from ..call import (
+    CommandResult,
+    Invocation,
+    MaskedView,
+    PreparedCall,
+    ShownFields,
+    StreamMode,
+)
 from ..errors import (
     ArgumentsError,
     ArgvTextError,
@@ -46,6 +54,7 @@ from ..policy import (
     resolve_environment,
 )
 from ._options import allowed_values, check_option_like, refusal_from_encoding
+from ._shown import shown_fields
 from .directives._registry import registry_for
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
@@ -389,6 +398,11 @@ class CommandHandle(BaseModel):
             cgroup=policy.cgroup_per_call,
             masked_environment=self._masked(env, credential, compiled),
             stdin_masked="io/stdin" in compiled.credential_fields,
+            shown=None
+            if credential is None
+            else MaskedView(
+                partial(self._shown_fields, args, templates, context, credential, env, stdin, io)
+            ),
         )
 
     # The steps of render. Each takes what render already read (see _compiled_of).
@@ -518,6 +532,50 @@ class CommandHandle(BaseModel):
         )
         return timeout, max_output
 
+    def _shown_fields(
+        self,
+        args: object,
+        templates: dict[str, Template],
+        context: Mapping[str, object] | None,
+        credential: Mapping[str, object],
+        env: Mapping[str, str],
+        stdin: bytes | None,
+        io: IoSpec,
+    ) -> ShownFields:
+        """The environment and stdin as a display shows them, only the credential
+        masked (``_shown``); run when the call is first described."""
+        return shown_fields(
+            partial(self._evaluate_field, args, templates),
+            context,
+            credential,
+            env,
+            stdin,
+            "utf-8" if io.encoding == "binary" else io.encoding,
+            self._credential_variables(env),
+            "io/stdin" in _compiled_of(self).credential_fields,
+        )
+
+    def _evaluate_field(
+        self,
+        args: object,
+        templates: dict[str, Template],
+        name: str,
+        application: Mapping[str, object],
+    ) -> object:
+        """``environment`` or ``io/stdin`` evaluated as render does, with other
+        application values (a masked credential, for display)."""
+        option_values = frozenset[str]() if name == "environment" else None
+        return self._evaluate(templates, name, args, option_values, application)
+
+    def _credential_variables(self, env: Mapping[str, str]) -> frozenset[str]:
+        """The variables whose template reads ``$credential``."""
+        environment = self.environment
+        if "environment" not in _compiled_of(self).credential_fields:
+            return frozenset()
+        if isinstance(environment, dict) and not any(k.startswith("$") for k in environment):
+            return frozenset(name for name, v in environment.items() if _reads_credential(v))
+        return frozenset(env)  # built by a directive: any of its values may hold it
+
     def _masked(
         self,
         env: Mapping[str, str],
@@ -528,13 +586,7 @@ class CommandHandle(BaseModel):
         ``$credential``, and any whose value contains one of the credential's values."""
         if credential is None:
             return frozenset()
-        masked: set[str] = set()
-        environment = self.environment
-        if "environment" in compiled.credential_fields:
-            if isinstance(environment, dict) and not any(k.startswith("$") for k in environment):
-                masked |= {name for name, v in environment.items() if _reads_credential(v)}
-            else:  # built by a directive: any of its values may hold it
-                masked |= set(env)
+        masked = set(self._credential_variables(env))
         secrets = secret_values(credential)
         masked |= {
             name

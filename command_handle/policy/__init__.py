@@ -4,8 +4,9 @@
 single place where handles, plans and 0.x UTCP providers are checked against
 it: the directory, program lookup with the allowlist and set-user-ID rule
 (``_enforce``), environment names, the argv size, the flag guard
-(``_options``), path parameters (``_paths``) and a plan's checks before its
-first step (``_plan``). They raise refusals that say what is wrong and where,
+(``_options``), path parameters (``_paths``), a plan's checks before its
+first step (``_plan``) and the program file's identity for an approved call
+(``_program_file``). They raise refusals that say what is wrong and where,
 and never spawn.
 """
 
@@ -23,6 +24,7 @@ from ._options import first_option_word, option_prefix
 from ._paths import check_directory_within, check_paths, root_of
 from ._plan import BASH_DEFAULT_PATH, check_plan, find_program, plan_environment
 from ._policy import DANGEROUS_ENVIRONMENT, OPTION_ENVIRONMENT, Policy, is_dangerous_name
+from ._program_file import check_program_identity, program_identity
 
 __all__ = [
     "BASH_DEFAULT_PATH",
@@ -34,6 +36,7 @@ __all__ = [
     "check_paths",
     "check_plan",
     "check_program",
+    "check_program_identity",
     "check_variable_name",
     "check_variable_value",
     "find_program",
@@ -42,6 +45,7 @@ __all__ = [
     "is_dangerous_name",
     "option_prefix",
     "plan_environment",
+    "program_identity",
     "resolve_command",
     "resolve_directory",
     "resolve_environment",

@@ -19,6 +19,7 @@ from ..errors import (
     HandleError,
     OptionArgumentError,
     PathArgumentError,
+    ProgramChangedError,
     TemplateEvaluationError,
     Violation,
 )
@@ -133,6 +134,11 @@ def model_message(tool: str, error: HandleError) -> str:
         return (
             f"The call to `{tool}` was refused: an argument cannot be passed to a program "
             "(it holds a NUL character, or the arguments are too large). Nothing ran."
+        )
+    if isinstance(error, ProgramChangedError):
+        return (
+            f"The call to `{tool}` was not run: its program changed after the call was "
+            "approved. Nothing ran."
         )
     if isinstance(error, DirectoryError):
         return (

@@ -16,7 +16,7 @@ from ..call import CommandResult, PlanResult, PreparedCall
 from ..executor import Executor
 from ..handle import CommandHandle
 from ..utcp import output_value
-from ._result import command_content, plan_content, shown
+from ._result import command_content, plan_content, shown, shown_result
 
 __all__ = ["Outcome", "PreparedToolCall"]
 
@@ -52,6 +52,12 @@ class PreparedToolCall:
     def timeout(self) -> float:
         return self.prepared.timeout
 
+    @property
+    def encoding(self) -> str:
+        """What the program's output is text in ("binary" for bytes; a plan's is UTF-8)."""
+        invocation = self.prepared.invocation
+        return "utf-8" if invocation is None else invocation.encoding
+
     async def run(
         self, on_started: OnStarted, on_chunk: OnChunk | None = None
     ) -> CommandResult | PlanResult:
@@ -64,8 +70,10 @@ class PreparedToolCall:
     def outcome(
         self, result: CommandResult | PlanResult, secrets: tuple[str, ...], budget: int
     ) -> Outcome:
-        """What the model is shown. Raises a HandleError when the handle's result
-        template fails."""
+        """What the model is shown, all of it made from the run with the secrets
+        redacted (:func:`shown_result`). Raises a HandleError when the handle's
+        result template fails."""
+        result = shown_result(result, secrets)
         if isinstance(result, PlanResult):
             assert self.prepared.plan is not None
             value = redact_value(output_value(self.prepared.plan.plan, result), secrets)

@@ -10,19 +10,23 @@ When a handle has no ``result`` template, the model is shown:
 - never argv.
 
 With a ``result`` template, its value is shown (text as is, anything else as
-JSON) and is ``structured``. Credential values are redacted from both.
+JSON) and is ``structured``. Credential values are redacted from both, and
+before anything else reads the output: :func:`shown_result` is the run with
+every secret redacted, the parts of one at the executor's cuts included, in
+text and in binary output alike; the default views, the ``result`` template
+and a plan's output value are all made from it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, overload
 
 from .. import _json
-from .._secrets import redact, redact_cut, redact_value
+from .._secrets import redact, redact_bytes, redact_cut, redact_value
 from ..executor import CommandResult, PlanResult
 
-__all__ = ["ToolResult", "command_content", "plan_content"]
+__all__ = ["ToolResult", "command_content", "plan_content", "shown_result"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,53 @@ class ToolResult:
         return {"is_error": self.is_error, "content": self.content, "structured": self.structured}
 
 
+@overload
+def shown_result(result: CommandResult, secrets: tuple[str, ...]) -> CommandResult: ...
+@overload
+def shown_result(result: PlanResult, secrets: tuple[str, ...]) -> PlanResult: ...
+@overload
+def shown_result(
+    result: CommandResult | PlanResult, secrets: tuple[str, ...]
+) -> CommandResult | PlanResult: ...
+def shown_result(
+    result: CommandResult | PlanResult, secrets: tuple[str, ...]
+) -> CommandResult | PlanResult:
+    """``result`` with every secret redacted from its output, before anyone cuts,
+    encodes or shapes it. The executor cut each capped stream knowing no
+    secrets: a kept head may end with a secret's start, a kept tail begin
+    with a secret's end, and those parts are redacted too. Binary output is
+    redacted as bytes (the secret's UTF-8 form). Without secrets, ``result``."""
+    if not secrets:
+        return result
+    if isinstance(result, PlanResult):
+        steps = tuple(
+            replace(step, output=redact_bytes(step.output, secrets, cut_after=step.truncated))
+            for step in result.steps
+        )
+        return replace(result, steps=steps)
+    return replace(
+        result,
+        stdout=_piece(result.stdout, secrets, cut_after=result.stdout_truncated),
+        stderr=_piece(result.stderr, secrets, cut_after=result.stderr_truncated),
+        stdout_tail=_piece(result.stdout_tail, secrets, cut_before=True),
+        stderr_tail=_piece(result.stderr_tail, secrets, cut_before=True),
+    )
+
+
+def _piece(
+    value: str | bytes | None,
+    secrets: tuple[str, ...],
+    *,
+    cut_before: bool = False,
+    cut_after: bool = False,
+) -> str | bytes | None:
+    if isinstance(value, bytes):
+        return redact_bytes(value, secrets, cut_before=cut_before, cut_after=cut_after)
+    if isinstance(value, str):
+        return redact_cut(value, secrets, cut_before=cut_before, cut_after=cut_after)
+    return None
+
+
 def _clip(head: str, tail: str | None, total: int, budget: int) -> str:
     """``head`` (and the cut output's ``tail``) within ``budget`` characters."""
     if tail is None and len(head) <= budget:
@@ -59,22 +110,13 @@ def _clip(head: str, tail: str | None, total: int, budget: int) -> str:
     return f"{shown_head}\n[... {max(omitted, 0)} bytes omitted ...]\n{shown_tail}"
 
 
-def _stream(
-    text: str | bytes | None,
-    tail: str | bytes | None,
-    total: int,
-    budget: int,
-    secrets: tuple[str, ...],
-) -> str:
-    """One stream's text, redacted before it is cut to ``budget``."""
+def _stream(text: str | bytes | None, tail: str | bytes | None, total: int, budget: int) -> str:
+    """One stream's text (already redacted), cut to ``budget``."""
     if text is None:
         return ""
     if isinstance(text, bytes):
         return f"[{total} bytes of binary output]" if total else ""
-    if isinstance(tail, str):  # the executor cut the output: redact each piece's edges
-        text = redact_cut(text, secrets, cut_after=True)
-        return _clip(text, redact_cut(tail, secrets, cut_before=True), total, budget)
-    return _clip(redact(text, secrets), None, total, budget)
+    return _clip(text, tail if isinstance(tail, str) else None, total, budget)
 
 
 def _status(result: CommandResult, timeout: float) -> str:
@@ -92,12 +134,13 @@ def _status(result: CommandResult, timeout: float) -> str:
 def command_content(
     result: CommandResult, timeout: float, budget: int, secrets: tuple[str, ...]
 ) -> str:
-    """The default text for the model (see the module docstring)."""
+    """The default text for the model (see the module docstring). ``result`` is
+    as :func:`shown_result` gives it: redacted before it is cut to ``budget``."""
     parts: list[str] = []
-    out = _stream(result.stdout, result.stdout_tail, result.stdout_bytes, budget, secrets)
+    out = _stream(result.stdout, result.stdout_tail, result.stdout_bytes, budget)
     if out:
         parts.append(out.rstrip("\n"))
-    err = _stream(result.stderr, result.stderr_tail, result.stderr_bytes, budget, secrets)
+    err = _stream(result.stderr, result.stderr_tail, result.stderr_bytes, budget)
     if err.strip() or (not result.ok and err):
         parts.append("stderr:\n" + err.rstrip("\n"))
     status = _status(result, timeout)
@@ -112,10 +155,8 @@ def plan_content(
     value: object, result: PlanResult, timeout: float, secrets: tuple[str, ...]
 ) -> str:
     """The text for a UTCP tool: its output (as utcp-cli returns it) and, when it
-    failed, how."""
+    failed, how. ``value`` is made from the run as :func:`shown_result` gives it."""
     text = value if isinstance(value, str) else _json.stringify(value)
-    cut = any(step.truncated for step in result.steps)
-    text = redact_cut(text, secrets, cut_after=cut)
     parts = [text] if text else []
     if result.timed_out:
         parts.append(f"The command timed out after {timeout:g} s and was stopped.")

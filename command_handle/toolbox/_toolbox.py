@@ -41,7 +41,7 @@ from ._calls import PreparedToolCall
 from ._events import Emitter, EventSink
 from ._formats import describe_tool
 from ._load import load_tools
-from ._result import ToolResult, command_content
+from ._result import ToolResult, command_content, shown_result
 from ._tool import Tool
 
 __all__ = ["ApprovalRequest", "Approver", "CredentialResolver", "ToolPreview", "Toolbox"]
@@ -95,13 +95,18 @@ class _Lines:
     across chunks is still redacted. A line is redacted whole before it is cut
     to its last :data:`MAX_LINE` characters; a partial line longer than that
     keeps only its end (and as much again, so that a secret across the drop is
-    seen whole), and its start is checked for the end of a secret."""
+    seen whole), and its start is checked for the end of a secret. Chunks are
+    decoded with the program's encoding (UTF-8 for binary output and plans):
+    a secret is found in the text the program wrote, not in a misreading of it."""
 
     MAX_LINE = 4096
 
-    def __init__(self, callback: OutputLine, secrets: tuple[str, ...]) -> None:
+    def __init__(
+        self, callback: OutputLine, secrets: tuple[str, ...], encoding: str = "utf-8"
+    ) -> None:
         self.callback = callback
         self.secrets = secrets
+        self.codec = _text_codec(encoding)
         self.keep = self.MAX_LINE + max((len(secret) for secret in secrets), default=0)
         self.pending: dict[str, str] = {}
         self.dropped: set[str] = set()  # streams whose pending line lost its start
@@ -110,7 +115,7 @@ class _Lines:
     async def __call__(self, stream: str, chunk: bytes) -> None:
         decoder = self.decoders.get(stream)
         if decoder is None:
-            decoder = self.decoders[stream] = codecs.getincrementaldecoder("utf-8")("replace")
+            decoder = self.decoders[stream] = self.codec.incrementaldecoder("replace")
         text = self.pending.get(stream, "") + decoder.decode(chunk)
         *lines, rest = text.split("\n")
         cut = stream in self.dropped
@@ -131,6 +136,15 @@ class _Lines:
         if len(line) <= self.MAX_LINE:
             return line
         return redact_cut(line[-self.MAX_LINE :], self.secrets, cut_before=True)
+
+
+def _text_codec(encoding: str) -> codecs.CodecInfo:
+    """The codec of ``encoding`` when it decodes bytes to text, else UTF-8."""
+    try:
+        codec = codecs.lookup(encoding)
+    except LookupError:  # "binary"
+        return codecs.lookup("utf-8")
+    return codec if getattr(codec, "_is_text_encoding", True) else codecs.lookup("utf-8")
 
 
 @dataclass(frozen=True)
@@ -388,7 +402,9 @@ class Toolbox:
                 await call.emit.settle()
 
     async def _run(self, request: _Run, on_output: OutputLine | None) -> CommandResult | PlanResult:
-        on_chunk = None if on_output is None else _Lines(on_output, request.secrets)
+        on_chunk = (
+            None if on_output is None else _Lines(on_output, request.secrets, request.call.encoding)
+        )
         try:
             return await request.call.run(_spawned(request.emit), on_chunk)
         except anyio.get_cancelled_exc_class():
@@ -464,7 +480,8 @@ class Toolbox:
                 after_run=True,
             )
             ran = exc.result if isinstance(exc.result, (CommandResult, PlanResult)) else None
-            text = after_run_message(name, exc.error, ran)
+            shown = None if ran is None else shown_result(ran, call.secrets)
+            text = after_run_message(name, exc.error, shown)
             return call.result(is_error=True, content=redact(text, call.secrets), result=ran)
         except CommandHandleError as exc:
             error = exc if isinstance(exc, HandleError) else HandleError(str(exc))
@@ -595,7 +612,8 @@ class Toolbox:
                 after_run=True,
             )
             assert isinstance(ran, CommandResult)  # only a handle has a result template
-            text = command_content(ran, prepared.timeout, self.max_content, call.secrets)
+            shown = shown_result(ran, call.secrets)
+            text = command_content(shown, prepared.timeout, self.max_content, call.secrets)
             return call.result(
                 is_error=True,
                 content=f"{text}\n\n(The tool's result template failed; this is the plain output.)",
