@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import trio
 
-from command_handle import Executor, Policy, utcp
+from command_handle import AfterRunError, Executor, Policy, utcp
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = str(ROOT / "fixtures" / "programs" / "probe.py")
+PY = sys.executable
 
 PAYLOADS = [
     "; touch PWNED",
@@ -101,3 +102,36 @@ def test_payload_in_a_redirection_target_names_one_file(payload: str, tmp_path: 
     trio.run(lambda: utcp.run(template, {"v": payload}, executor=executor))
     assert executor.spawned == 0  # echo is a builtin; nothing ran
     assert [p.name for p in tmp_path.iterdir()] == [f"out-{payload}"]
+
+
+def test_a_glob_match_that_begins_like_an_option_is_refused(tmp_path: Path) -> None:
+    """Red-team finding 17: a `*` written in the template expanded to file names the
+    model created (`--checkpoint-action=exec=...`), and tar ran the model's command.
+    A name a glob matched is the file system's choice, so it is guarded as data."""
+    work = tmp_path / "work"
+    work.mkdir()
+    canary = tmp_path / "PWNED"
+    (work / "notes.txt").write_text("x")
+    template = {
+        "call_template_type": "cli",
+        "working_dir": str(work),
+        "commands": [
+            {"command": "touch -- UTCP_ARG_a_UTCP_END UTCP_ARG_b_UTCP_END"},
+            {"command": f"tar -cf {tmp_path / 'out.tar'} *"},
+        ],
+    }
+    args = {"a": "--checkpoint=1", "b": f"--checkpoint-action=exec=touch {canary}"}
+    with pytest.raises(AfterRunError) as caught:
+        utcp.run_sync(template, args)
+    assert "must not start with '-'" in str(caught.value)
+    assert not canary.exists()
+    # A glob after a written `--` names operands, and a match that begins with the
+    # template's own text is the template's.
+    safe = {
+        "call_template_type": "cli",
+        "working_dir": str(work),
+        "commands": [{"command": f"{PY} {PROBE} -- * && {PY} {PROBE} n*"}],
+    }
+    result = utcp.run_sync(safe)
+    assert result.steps[0].status == 0, result.output
+    assert not canary.exists()

@@ -64,7 +64,8 @@ def fields_with_origin(
             lead = data
 
     def finish() -> None:
-        result.extend((text, lead) for text in _expand_field(current, cwd, visible))
+        texts, named_by_files = _expand_field(current, cwd, visible)
+        result.extend((text, lead or named_by_files) for text in texts)
 
     for segment in segments:
         if segment.quoted:
@@ -94,10 +95,13 @@ def fields_with_origin(
 
 def _expand_field(
     runs: list[tuple[str, bool]], cwd: str, visible: Callable[[str], bool] | None
-) -> list[str]:
+) -> tuple[list[str], bool]:
+    """The field's words, and whether their first characters are file names a
+    glob matched: names anyone who can write the directory chose (a file the
+    model had a step create, say), so the flag guard treats them as data."""
     text = "".join(run for run, _ in runs)
     if not any(active and _GLOB_CHARACTERS.search(run) for run, active in runs):
-        return [text]
+        return [text], False
     pattern = "".join(
         run.replace("[^", "[!") if active else glob.escape(run) for run, active in runs
     )
@@ -108,6 +112,8 @@ def _expand_field(
     if visible is not None:
         matches = [match for match in matches if visible(match)]
     if not matches:
-        return [text]  # bash without nullglob: the word stays as written
+        return [text], False  # bash without nullglob: the word stays as written
+    first = next((run, active) for run, active in runs if run)
+    named_by_files = first[1] and first[0][0] in "*?["
     # bash sorts matches; byte order is its order under the C locale.
-    return sorted(matches, key=os.fsencode)
+    return sorted(matches, key=os.fsencode), named_by_files
