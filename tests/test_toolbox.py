@@ -9,7 +9,9 @@ import asyncio
 import json
 import logging
 import os
+import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -158,6 +160,84 @@ def test_hidden_entries_and_other_suffixes_are_skipped(tmp_path: Path) -> None:
 def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ToolLoadError, match="no such file or folder"):
         Toolbox.load(tmp_path / "missing")
+
+
+def test_a_fifo_among_the_tools_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO named like a tool file would block a plain open() until a writer came."""
+    write(tmp_path / "good.json", probe_doc())
+    fifo = tmp_path / "x.json"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | Toolbox] = []
+
+    def load() -> None:
+        try:
+            outcome.append(Toolbox.load(tmp_path))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    loader.join(timeout=10)
+    if loader.is_alive():  # blocked in open(): give it a writer so the thread ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        loader.join(timeout=10)
+        pytest.fail("Toolbox.load blocked on a FIFO")
+    [error] = outcome
+    assert isinstance(error, ToolLoadError), error
+    assert error.path == str(fifo) and "a FIFO, not a regular file" in str(error)
+
+
+MAX_DOCUMENT_BYTES = 8 * 1024 * 1024  # the documented cap on a tool document
+
+LOAD_IN_CHILD = (
+    "import resource, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+    "from command_handle.toolbox import Toolbox, ToolLoadError\n"
+    "try:\n"
+    "    Toolbox.load(sys.argv[1])\n"
+    "except ToolLoadError as exc:\n"
+    "    print(exc.path, '|', exc)\n"
+)
+
+
+def test_a_link_to_a_device_is_refused_not_read(tmp_path: Path) -> None:
+    """x.json -> /dev/zero would be read until memory ran out: the load runs in a
+    child with 1 GiB of address space, so a regression fails here, not the suite."""
+    (tmp_path / "x.json").symlink_to("/dev/zero")
+    done = subprocess.run(
+        [PY, "-c", LOAD_IN_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"{tmp_path / 'x.json'} |")
+    assert "a device, not a regular file" in done.stdout
+
+
+def test_a_tool_document_over_the_size_cap_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    body = json.dumps(probe_doc()).encode()
+    big.write_bytes(body[:-1] + b" " * MAX_DOCUMENT_BYTES + b"}")
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(tmp_path)
+    assert caught.value.path == str(big) and "larger than 8 MiB" in str(caught.value)
+    big.write_bytes(body[:-1] + b" " * (MAX_DOCUMENT_BYTES - len(body)) + b"}")
+    assert Toolbox.load(tmp_path).names() == ["probe"]  # exactly at the cap: read
+
+
+def test_a_tool_name_must_match_the_name_pattern_whole(tmp_path: Path) -> None:
+    """Python's $ matches before a final newline: "x\n" must not pass as a name."""
+    template = {"name": "list\n", "call_template_type": "cli", "commands": [{"command": "ls"}]}
+    write(tmp_path / "bare.json", template)
+    toolbox = Toolbox.load(tmp_path)
+    assert toolbox.names() == ["list_"]
+    assert NAME_PATTERN.match("list\n") is None and NAME_PATTERN.fullmatch("list_")
+    write(tmp_path / "bare.json", probe_doc("probe\n"))
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(tmp_path)
+    assert caught.value.pointer == "/name"
 
 
 @pytest.mark.parametrize(
