@@ -413,6 +413,75 @@ def test_arguments_may_be_json_text(tmp_path: Path, call: Call) -> None:
     assert toolbox.executor.spawned == 1
 
 
+# Arrays of arrays: a recursive schema, which null removal and validation
+# follow as deep as the value goes.
+RECURSIVE = {
+    "type": "object",
+    "properties": {"tree": {"$ref": "#/$defs/node"}},
+    "$defs": {"node": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+}
+
+
+@pytest.mark.parametrize("levels", [1_000, 100_000])
+def test_arguments_nested_too_deeply_are_refused_not_raised(
+    tmp_path: Path, call: Call, levels: int
+) -> None:
+    """Python's JSON reader and any recursive walk stop near 1,000 levels with
+    RecursionError; a model's arguments that deep are an is_error result."""
+    canary = tmp_path / "ran"
+    code = f"open({str(canary)!r}, 'w').close()"
+    write(
+        tmp_path / "tools" / "deep.json", script_doc("deep", tmp_path, code, parameters=RECURSIVE)
+    )
+    manual = {
+        "tools": [
+            {
+                "name": "deep",
+                "description": "",
+                "inputs": RECURSIVE,
+                "tool_call_template": {
+                    "call_template_type": "cli",
+                    "commands": [{"command": f'{PY} -c \'open("{canary}", "w")\''}],
+                },
+            }
+        ]
+    }
+    write(tmp_path / "tools" / "manual.json", manual)
+    toolbox = Toolbox.load(tmp_path / "tools")
+    nested: list[object] = []
+    for _ in range(levels):
+        nested = [nested]
+    text = '{"tree": ' + "[" * levels + "]" * levels + "}"
+    for name in ("deep", "manual_deep"):
+        as_text = call(toolbox, name, text)
+        assert as_text.is_error, as_text.content
+        assert "nested deeper than the limit of 64 levels; nothing ran" in as_text.content
+        as_object = call(toolbox, name, {"tree": nested})
+        assert as_object.is_error and "nested deeper than 64 levels" in as_object.content
+        assert toolbox.preview_sync(name, text).error == as_text.content
+    assert toolbox.executor.spawned == 0 and not canary.exists()
+    shallow: list[object] = []
+    for _ in range(60):
+        shallow = [shallow]
+    assert not call(toolbox, "deep", {"tree": shallow}).is_error  # within the limit: it runs
+    assert canary.exists()
+
+
+@pytest.mark.parametrize("levels", [600, 100_000])
+def test_a_program_s_deeply_nested_json_output_is_kept_as_text(
+    tmp_path: Path, call: Call, levels: int
+) -> None:
+    """A UTCP tool's output is parsed as JSON; nested too deeply to handle, it stays text."""
+    script = tmp_path / "deep.py"
+    script.write_text(f"print('[' * {levels} + ']' * {levels})")
+    template = {"call_template_type": "cli", "commands": [{"command": f"{PY} {script}"}]}
+    write(tmp_path / "tools" / "deep.json", template)
+    result = call(Toolbox.load(tmp_path / "tools"), "deep", {})
+    assert not result.is_error, result.content
+    assert result.structured == "[" * levels + "]" * levels
+    assert result.content.startswith("[[[[")
+
+
 def test_strict_mode_nulls_mean_absent(tmp_path: Path, call: Call) -> None:
     parameters = {
         "type": "object",

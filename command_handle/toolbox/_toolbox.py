@@ -34,7 +34,7 @@ from .. import _json, _jsonschema, utcp
 from .._secrets import redact, redact_cut, secret_values
 from ..errors import AfterRunError, CommandHandleError, HandleError
 from ..executor import CommandResult, Executor, PlanResult, plan_hash
-from ..handle import CommandHandle, check_arguments
+from ..handle import MAX_ARGUMENT_DEPTH, CommandHandle, check_arguments
 from ..policy import Policy
 from ._arguments import after_run_message, drop_nulls, model_message
 from ._calls import PreparedToolCall
@@ -498,6 +498,12 @@ class Toolbox:
         if isinstance(args, str):
             try:
                 args = _json.loads(args) if args.strip() else {}
+            except _json.JSONDepthError:
+                raise _Refusal(
+                    f"The arguments for `{tool.name}` are nested deeper than the limit of "
+                    f"{MAX_ARGUMENT_DEPTH} levels; nothing ran.",
+                    reason="nested too deeply",
+                ) from None
             except _json.JSONDecodeError:
                 raise _Refusal(
                     f"The arguments for `{tool.name}` are not valid JSON; nothing ran.",
