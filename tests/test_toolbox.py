@@ -571,6 +571,62 @@ def test_llm_mistakes_come_back_as_errors_naming_the_parameter(
     assert toolbox.executor.spawned == 0
 
 
+def test_patterns_are_ecma_262_regular_expressions(tmp_path: Path, call: Call) -> None:
+    """$ is the end of the text and \\d is 0-9, in a handle's parameters and
+    output_schema and in a UTCP tool's inputs alike; nothing runs on a refusal."""
+    word = {"type": "string", "pattern": "^[a-z]+$"}
+    digits = {"type": "string", "pattern": "^\\d+$"}
+    parameters = {
+        "type": "object",
+        "properties": {"word": word, "other": word, "count": digits},
+        "patternProperties": {"^x[a-z]$": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    handle = {
+        "name": "greet",
+        "handler": "command",
+        "command": "sh",
+        "arguments": ["-c", "echo {{word}} {{other}}"],
+        "parameters": parameters,
+    }
+    write(tmp_path / "tools" / "greet.json", handle)
+    manual = {
+        "tools": [
+            {
+                "name": "greet",
+                "description": "",
+                "inputs": parameters,
+                "tool_call_template": {
+                    "call_template_type": "cli",
+                    "commands": [{"command": "echo UTCP_ARG_word_UTCP_END"}],
+                },
+            }
+        ]
+    }
+    write(tmp_path / "tools" / "manual.json", manual)
+    shaped = probe_doc(
+        "shaped",
+        result={"first": {"$": "stdout"}},
+        output_schema={"type": "object", "properties": {"first": word}},
+    )
+    write(tmp_path / "tools" / "shaped.json", shaped)
+    toolbox = Toolbox.load(tmp_path / "tools")
+    for runs, name in enumerate(("greet", "manual_greet")):
+        for args, problem in (
+            ({"word": "hi\n", "other": "pwd"}, "`word` must match the pattern '^[a-z]+$'"),
+            ({"word": "hi", "count": "\u0661\u0662\u0663"}, "`count` must match the pattern"),
+            ({"word": "hi", "xy\n": "z"}, "`xy\n` is not a parameter of this tool"),
+        ):
+            result = call(toolbox, name, args)
+            assert result.is_error and problem in result.content, result.content
+        assert toolbox.executor.spawned == runs  # only the valid calls ran
+        ran = call(toolbox, name, {"word": "hi", "other": "pwd", "count": "123", "xa": "ok"})
+        assert not ran.is_error and ran.content.startswith("hi"), ran.content
+    # The output schema is held to the same patterns: the probe's stdout ends in "\n".
+    result = call(toolbox, "shaped", {"words": ["abc"]})
+    assert result.is_error and "does not match the tool's output schema" in result.content
+
+
 def test_unknown_tool_lists_the_tools(tmp_path: Path, call: Call) -> None:
     write(tmp_path / "t.json", probe_doc())
     result = call(Toolbox.load(tmp_path), "prob", {})

@@ -523,7 +523,7 @@ class Toolbox:
     def _validator(self, tool: Tool) -> Any:
         validator = self._input_validators.get(tool.name)
         if validator is None:
-            validator = _jsonschema.load().Draft202012Validator(tool.parameters)
+            validator = _jsonschema.validator(tool.parameters)
             self._input_validators[tool.name] = validator
         return validator
 
@@ -641,7 +641,7 @@ class Toolbox:
             return ""
         validator = self._output_validators.get(tool.name)
         if validator is None:
-            validator = _jsonschema.load().Draft202012Validator(tool.output_schema)
+            validator = _jsonschema.validator(tool.output_schema)
             self._output_validators[tool.name] = validator
         error = next(iter(validator.iter_errors(structured)), None)
         if error is None:
