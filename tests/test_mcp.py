@@ -229,17 +229,21 @@ async def stdio_client(tools: Path, *extra: str) -> AsyncIterator[Client]:
         yield client
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager
-def http_server(tools: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = free_port()
+def http_server(
+    tools: Path, *extra: str, host: str = "127.0.0.1"
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port(host)
+    args = ["--transport", "http", "--host", host, "--port", str(port), *extra]
     process = subprocess.Popen(
-        [sys.executable, *server_args(tools, "--transport", "http", "--port", str(port), *extra)],
+        [sys.executable, *server_args(tools, *args)],
         env=server_env(),
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
@@ -248,13 +252,14 @@ def http_server(tools: Path, *extra: str) -> Iterator[tuple[str, subprocess.Pope
         deadline = time.monotonic() + 20
         while True:
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                with socket.create_connection((host, port), timeout=0.2):
                     break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError("the HTTP server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", process
+        name = f"[{host}]" if ":" in host else host
+        yield f"http://{name}:{port}/mcp", process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -629,6 +634,59 @@ def test_http_refuses_a_remote_host_unless_allowed(tools: Path) -> None:
         cwd=ROOT,
     )
     assert done.returncode == 2 and "--allow-remote" in done.stderr
+
+
+WIRE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+
+
+def open_session(http: httpx2.Client, url: str, host: str) -> dict[str, str]:
+    """The handshake over raw HTTP with ``Host: host``; the headers a request of
+    that session carries (the session id, when the server keeps sessions)."""
+    opened = http.post(url, json=HANDSHAKE[0], headers={**WIRE, "Host": host})
+    assert opened.status_code == 200, opened.text
+    headers = {**WIRE, "Host": host}
+    if "mcp-session-id" in opened.headers:
+        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+    done = http.post(url, json=HANDSHAKE[1], headers=headers)
+    assert done.status_code == 202, done.text
+    return headers
+
+
+@pytest.mark.parametrize("address", ["127.0.0.2", "127.0.0.1", "::1"])
+def test_http_answers_only_its_own_host_on_every_loopback_address(
+    tools: Path, tmp_path: Path, address: str
+) -> None:
+    """DNS rebinding: a web page whose name resolves to the loopback address
+    sends its own name in Host (and Origin); such a request runs no tool."""
+    canary = tmp_path / "written"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "writer", "arguments": {"path": str(canary)}},
+    }
+    with http_server(tools, host=address) as (url, _), httpx2.Client(timeout=30) as http:
+        own = url.split("/")[2]  # 127.0.0.2:PORT, [::1]:PORT
+        port = own.rsplit(":", 1)[1]
+        headers = open_session(http, url, own)
+        other_port = str(int(port) + 1 if int(port) < 65535 else int(port) - 1)
+        foreign = ["attacker.example", f"attacker.example:{port}", own.replace(port, other_port)]
+        if address == "127.0.0.2":
+            foreign.append(f"localhost:{port}")  # localhost is not 127.0.0.2
+        for host in foreign:
+            refused = http.post(url, json=call, headers={**headers, "Host": host})
+            assert refused.status_code == 421, (host, refused.status_code)
+        origin = {**headers, "Origin": "http://attacker.example"}
+        assert http.post(url, json=call, headers=origin).status_code == 403
+        assert not canary.exists()
+        origin = {**headers, "Origin": f"http://{own}"}
+        assert http.post(url, json=call, headers=origin).status_code == 200
+        assert canary.read_text() == "written"
+        if address != "127.0.0.2":  # localhost resolves here: it is this server's name too
+            canary.unlink()
+            local = {**headers, "Host": f"localhost:{port}"}
+            assert http.post(url, json=call, headers=local).status_code == 200
+            assert canary.exists()
 
 
 def test_http_bearer_token(tools: Path) -> None:

@@ -21,7 +21,7 @@ import anyio
 from ..toolbox import Toolbox
 from ._server import build_server
 
-__all__ = ["http_app", "is_loopback", "serve", "serve_http", "serve_stdio"]
+__all__ = ["http_app", "is_loopback", "serve", "serve_http", "serve_stdio", "transport_security"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -123,6 +123,45 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _loopback_names(host: str) -> list[str]:
+    """The names a client may put in ``Host`` to reach a server bound to the
+    loopback address ``host``: the address itself (IPv6 in brackets), and
+    ``localhost`` where it resolves to it (127.0.0.1 and ::1)."""
+    if host == "localhost":
+        return ["localhost", "127.0.0.1", "[::1]"]
+    address = ipaddress.ip_address(host)
+    if address.version == 6:
+        names = list(dict.fromkeys([f"[{address.compressed}]", f"[{host}]"]))
+    else:
+        names = [str(address)]
+    if str(address) in ("127.0.0.1", "::1"):
+        names.append("localhost")
+    return names
+
+
+def transport_security(host: str, port: int | None) -> Any:
+    """DNS-rebinding protection for a server bound to a loopback ``host``: every
+    request's ``Host`` must name that address (or ``localhost``, where it
+    resolves there) with ``port``, and an ``Origin``, when sent, the same over
+    http. A web page that rebinds its own name to 127.0.0.2 sends ``Host:
+    its-name``, which is refused. ``port`` None (or 0: the kernel picks) allows
+    any port. None for a host that is not a loopback address: there the
+    deployer's reverse proxy decides what reaches the server."""
+    if not is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = _loopback_names(host)
+    suffixes = [f":{port}"] if port else [":*"]
+    if port == 80:  # a client leaves the default port out
+        suffixes.append("")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[name + suffix for name in names for suffix in suffixes],
+        allowed_origins=[f"http://{name}{suffix}" for name in names for suffix in suffixes],
+    )
+
+
 def _bearer(app: ASGIApp, token: str) -> ASGIApp:
     """``app`` behind ``Authorization: Bearer <token>`` (compared in constant time)."""
     expected = f"Bearer {token}".encode()
@@ -148,11 +187,22 @@ def _bearer(app: ASGIApp, token: str) -> ASGIApp:
     return guarded
 
 
-def http_app(toolbox: Toolbox, host: str = "127.0.0.1", bearer_token: str | None = None) -> Any:
+def http_app(
+    toolbox: Toolbox,
+    host: str = "127.0.0.1",
+    bearer_token: str | None = None,
+    *,
+    port: int | None = None,
+) -> Any:
     """The ASGI app serving ``toolbox`` at ``/mcp`` in stateless mode: every request
-    stands alone, so any number of server processes can share a load balancer."""
+    stands alone, so any number of server processes can share a load balancer.
+    On a loopback ``host`` it answers only requests whose ``Host`` (and
+    ``Origin``) name ``host:port`` (:func:`transport_security`); pass the
+    ``port`` it is served on."""
     server = build_server(toolbox)
-    app: Any = server.streamable_http_app(stateless_http=True, host=host)
+    app: Any = server.streamable_http_app(
+        stateless_http=True, host=host, transport_security=transport_security(host, port)
+    )
     return _bearer(app, bearer_token) if bearer_token else app
 
 
@@ -177,7 +227,7 @@ def serve_http(
 
     server_class = _uvicorn_server()
     config = uvicorn.Config(
-        http_app(toolbox, host, bearer_token),
+        http_app(toolbox, host, bearer_token, port=port),
         host=host,
         port=port,
         log_level=os.environ.get("COMMAND_HANDLE_HTTP_LOG", "warning"),
