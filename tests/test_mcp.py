@@ -267,9 +267,14 @@ def http_server(
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
+async def http_client(
+    url: str, token: str | None = None, mode: str = "auto"
+) -> AsyncIterator[Client]:
+    """The SDK's client of ``url``: ``mode="auto"`` speaks the 2026 protocol to
+    this server (a request per call, cancelled by closing it); ``"legacy"`` the
+    2025 handshake protocol of a session, cancelled by ``notifications/cancelled``."""
     if token is None:
-        async with Client(url, cache=None) as client:
+        async with Client(url, cache=None, mode=mode) as client:
             yield client
         return
     from mcp.client.streamable_http import streamable_http_client
@@ -288,13 +293,22 @@ def http_url(tools: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["stdio", "http"])
+@pytest.fixture(scope="module")
+def stateless_url(tools: Path) -> Iterator[str]:
+    with http_server(tools, "--stateless") as (url, _):
+        yield url
+
+
+@pytest.fixture(params=["stdio", "http", "http-session"])
 def connect(request: pytest.FixtureRequest, tools: Path) -> Connect:
-    """``connect()``: an SDK client of a server over stdio, or over HTTP."""
+    """``connect()``: an SDK client of a server over stdio, or over HTTP: in the
+    2026 protocol (a request per call), or in a session of the 2025 protocol
+    (``mode="legacy"``), as most MCP clients still speak it."""
     if request.param == "stdio":
         return lambda: stdio_client(tools)
     url = request.getfixturevalue("http_url")
-    return lambda: http_client(url)
+    mode = "legacy" if request.param == "http-session" else "auto"
+    return lambda: http_client(url, mode=mode)
 
 
 def pids_of(state_dir: Path, tag: str, within: float = 10.0) -> list[int]:
@@ -359,6 +373,22 @@ def raw_server(tools: Path, *messages: dict[str, Any]) -> subprocess.Popen[bytes
         process.stdin.write(json.dumps(message).encode() + b"\n")
     process.stdin.flush()
     return process
+
+
+WIRE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+
+
+def open_session(http: httpx2.Client, url: str, host: str) -> dict[str, str]:
+    """The handshake over raw HTTP with ``Host: host``; the headers a request of
+    that session carries (the session id, when the server keeps sessions)."""
+    opened = http.post(url, json=HANDSHAKE[0], headers={**WIRE, "Host": host})
+    assert opened.status_code == 200, opened.text
+    headers = {**WIRE, "Host": host}
+    if "mcp-session-id" in opened.headers:
+        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+    done = http.post(url, json=HANDSHAKE[1], headers=headers)
+    assert done.status_code == 202, done.text
+    return headers
 
 
 def test_the_wire_carries_input_schema(tools: Path) -> None:
@@ -474,6 +504,10 @@ def test_progress_messages_never_carry_a_credential(connect: Connect) -> None:
 def test_a_cancelled_call_kills_the_tree_and_the_session_goes_on(
     connect: Connect, tools: Path
 ) -> None:
+    """The client abandons the call as the SDK does: over stdio and in an HTTP
+    session it sends ``notifications/cancelled`` (which, over HTTP, arrives in
+    a request of its own and must find the call in the session); in the 2026
+    protocol it closes the call's request."""
     state = state_of(tools)
     tag = f"cancel{os.getpid()}{int(time.monotonic() * 1000) % 100000}"
     found: list[int] = []
@@ -514,8 +548,10 @@ def test_calls_run_in_parallel(connect: Connect, tmp_path: Path) -> None:
     assert anyio.run(main) == ["3", "3", "3"]
 
 
-def test_an_aborted_http_request_kills_the_tree(tools: Path, http_url: str) -> None:
-    """Stateless HTTP: one POST carries the call; closing it abandons the call."""
+def test_an_aborted_http_request_kills_the_tree(tools: Path, stateless_url: str) -> None:
+    """Stateless HTTP (``--stateless``): one POST carries the call; closing it
+    abandons the call."""
+    http_url = stateless_url
     state = state_of(tools)
     tag = f"abort{os.getpid()}"
     headers = {
@@ -542,6 +578,28 @@ def test_an_aborted_http_request_kills_the_tree(tools: Path, http_url: str) -> N
             return await client.call_tool("structured", {"text": "still serving"})
 
     assert anyio.run(main).structured_content == {"words": "2\n"}
+
+
+def test_ending_an_http_session_kills_its_calls(tools: Path, http_url: str) -> None:
+    """A client that ends its session (DELETE) abandons the calls still running in it."""
+    state = state_of(tools)
+    tag = f"endsession{os.getpid()}"
+    body = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "tree", "arguments": {"tag": tag}},
+    }
+    with httpx2.Client(timeout=30) as http:
+        headers = open_session(http, http_url, http_url.split("/")[2])
+        assert "Mcp-Session-Id" in headers
+        with http.stream("POST", http_url, json=body, headers=headers) as response:
+            assert response.status_code == 200
+            pids = pids_of(state, tag)
+            assert http.delete(http_url, headers=headers).status_code == 200
+            assert wait_dead(pids), "a call outlived its session"
+        gone = http.post(http_url, json=body, headers=headers)
+        assert gone.status_code == 404  # the session is over
 
 
 # -- shutdown -----------------------------------------------------------------------------
@@ -576,9 +634,11 @@ def test_shutdown_kills_every_child(tools: Path, how: str) -> None:
     assert b"Traceback" not in (process.stderr.read() if process.stderr else b"")
 
 
-def test_http_shutdown_kills_every_child(tools: Path) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_http_shutdown_kills_every_child(tools: Path, mode: str) -> None:
+    """SIGTERM with a call running, in a request of its own or in a session."""
     state = state_of(tools)
-    tag = f"httpstop{os.getpid()}"
+    tag = f"httpstop{mode}{os.getpid()}"
     with http_server(tools) as (url, process):
 
         async def main() -> list[int]:
@@ -586,7 +646,7 @@ def test_http_shutdown_kills_every_child(tools: Path) -> None:
 
             async def drive() -> None:
                 with contextlib.suppress(Exception):  # the server goes away mid-call
-                    async with http_client(url) as client:
+                    async with http_client(url, mode=mode) as client:
                         await client.call_tool("tree", {"tag": tag})
 
             async with anyio.create_task_group() as group:
@@ -634,22 +694,6 @@ def test_http_refuses_a_remote_host_unless_allowed(tools: Path) -> None:
         cwd=ROOT,
     )
     assert done.returncode == 2 and "--allow-remote" in done.stderr
-
-
-WIRE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-
-
-def open_session(http: httpx2.Client, url: str, host: str) -> dict[str, str]:
-    """The handshake over raw HTTP with ``Host: host``; the headers a request of
-    that session carries (the session id, when the server keeps sessions)."""
-    opened = http.post(url, json=HANDSHAKE[0], headers={**WIRE, "Host": host})
-    assert opened.status_code == 200, opened.text
-    headers = {**WIRE, "Host": host}
-    if "mcp-session-id" in opened.headers:
-        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
-    done = http.post(url, json=HANDSHAKE[1], headers=headers)
-    assert done.status_code == 202, done.text
-    return headers
 
 
 @pytest.mark.parametrize("address", ["127.0.0.2", "127.0.0.1", "::1"])

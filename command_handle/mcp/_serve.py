@@ -193,15 +193,22 @@ def http_app(
     bearer_token: str | None = None,
     *,
     port: int | None = None,
+    stateless: bool = False,
 ) -> Any:
-    """The ASGI app serving ``toolbox`` at ``/mcp`` in stateless mode: every request
-    stands alone, so any number of server processes can share a load balancer.
-    On a loopback ``host`` it answers only requests whose ``Host`` (and
-    ``Origin``) name ``host:port`` (:func:`transport_security`); pass the
-    ``port`` it is served on."""
+    """The ASGI app serving ``toolbox`` at ``/mcp``.
+
+    By default each client gets a session (``Mcp-Session-Id``), so its
+    ``notifications/cancelled``, which arrives in a request of its own, reaches
+    the call it names and kills its process tree. ``stateless`` serves every
+    request on its own, so that any number of server processes can share a
+    load balancer; a client must then cancel by closing the request (as
+    clients of the 2026 protocol do), because a cancel notification finds no
+    call to match. On a loopback ``host`` it answers only requests whose
+    ``Host`` (and ``Origin``) name ``host:port`` (:func:`transport_security`);
+    pass the ``port`` it is served on."""
     server = build_server(toolbox)
     app: Any = server.streamable_http_app(
-        stateless_http=True, host=host, transport_security=transport_security(host, port)
+        stateless_http=stateless, host=host, transport_security=transport_security(host, port)
     )
     return _bearer(app, bearer_token) if bearer_token else app
 
@@ -213,11 +220,12 @@ def serve_http(
     *,
     allow_remote: bool = False,
     bearer_token: str | None = None,
+    stateless: bool = False,
 ) -> None:
     """Serve ``toolbox`` over streamable HTTP until SIGTERM or SIGINT (asyncio,
-    uvicorn). A host that is not a loopback address is refused unless
-    ``allow_remote``: authentication is the deployer's reverse proxy's job, or
-    ``bearer_token``'s."""
+    uvicorn), with sessions unless ``stateless`` (:func:`http_app`). A host
+    that is not a loopback address is refused unless ``allow_remote``:
+    authentication is the deployer's reverse proxy's job, or ``bearer_token``'s."""
     if not (allow_remote or is_loopback(host)):
         raise ValueError(
             f"refusing to listen on {host}, which is not a loopback address: put an "
@@ -227,7 +235,7 @@ def serve_http(
 
     server_class = _uvicorn_server()
     config = uvicorn.Config(
-        http_app(toolbox, host, bearer_token, port=port),
+        http_app(toolbox, host, bearer_token, port=port, stateless=stateless),
         host=host,
         port=port,
         log_level=os.environ.get("COMMAND_HANDLE_HTTP_LOG", "warning"),
@@ -246,12 +254,21 @@ def serve(
     allow_remote: bool = False,
     bearer_token: str | None = None,
     backend: str = "asyncio",
+    stateless: bool = False,
 ) -> None:
     """Serve ``toolbox`` until the client goes away or a signal arrives: what
     ``command-handle mcp`` runs. ``transport`` is ``"stdio"`` (on ``backend``,
-    ``"asyncio"`` or ``"trio"``) or ``"http"`` (stateless streamable HTTP)."""
+    ``"asyncio"`` or ``"trio"``) or ``"http"`` (streamable HTTP, with sessions
+    unless ``stateless``)."""
     if transport == "http":
-        serve_http(toolbox, host, port, allow_remote=allow_remote, bearer_token=bearer_token)
+        serve_http(
+            toolbox,
+            host,
+            port,
+            allow_remote=allow_remote,
+            bearer_token=bearer_token,
+            stateless=stateless,
+        )
     elif transport == "stdio":
         anyio.run(serve_stdio, toolbox, backend=backend)
     else:
