@@ -4,11 +4,16 @@ Command Handles and UTCP documents are both read here, so a broken file gets
 the same kind of message wherever it is loaded: the file name, what is wrong,
 and the line and column when the parser knows them. Both formats refuse a key
 written twice in one object, which a dict would silently reduce to one.
+
+Only a regular file is read, and only up to :data:`MAX_DOCUMENT_BYTES`: a
+FIFO in a folder of tools would block the load forever, and a device (a link
+named ``x.json`` to ``/dev/zero``) would be read until memory ran out.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +23,11 @@ from . import _json
 from .errors import HandleLoadError
 from .form.extend import json_pointer
 
-__all__ = ["read_document"]
+__all__ = ["MAX_DOCUMENT_BYTES", "read_document", "read_regular_file"]
+
+# A tool document is a few kilobytes; the largest UTCP manuals seen are well
+# under a megabyte. Past this a file is refused, not read.
+MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
 
 
 def _yaml_problem(name: str, exc: yaml.YAMLError) -> str:
@@ -90,10 +99,7 @@ def _json_problem(name: str, exc: _json.JSONDecodeError) -> str:
 def read_document(path: str | os.PathLike[str], error: type[HandleLoadError]) -> dict[str, Any]:
     """The object in a ``.json``, ``.yaml`` or ``.yml`` file; ``error`` if there is none."""
     file = Path(path)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise error(f"cannot read {file}: {exc.strerror}") from None
+    data = read_regular_file(file, MAX_DOCUMENT_BYTES, error)
     if file.suffix in (".yaml", ".yml"):
         try:
             document = _load_yaml(file.name, data, error)
@@ -109,6 +115,48 @@ def read_document(path: str | os.PathLike[str], error: type[HandleLoadError]) ->
             f"{file.name} must hold an object, not {_kind(document)} (at the document root)"
         )
     return document
+
+
+def read_regular_file(
+    file: Path, limit: int, error: type[HandleLoadError] = HandleLoadError
+) -> bytes:
+    """The bytes of ``file``, which must be a regular file of at most ``limit`` bytes.
+
+    It is opened without blocking (a FIFO opens at once, a terminal does not
+    become ours), and anything but a regular file is refused before a byte is
+    read; a file that grows past ``limit`` while it is read is refused too.
+    """
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise error(f"cannot read {file}: {exc.strerror}") from None
+    with open(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"cannot read {file.name}: {_file_kind(mode)}, not a regular file")
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise error(f"cannot read {file}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise error(f"cannot read {file.name}: it is larger than {_size(limit)}")
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "it is a folder"
+    if stat.S_ISFIFO(mode):
+        return "it is a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "it is a device"
+    if stat.S_ISSOCK(mode):
+        return "it is a socket"
+    return "it is a special file"
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
 
 
 def _kind(value: object) -> str:

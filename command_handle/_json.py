@@ -20,7 +20,9 @@ from .errors import CommandHandleError
 
 __all__ = [
     "JSONDecodeError",
+    "JSONDepthError",
     "NonJSONValueError",
+    "deeper_than",
     "format_number",
     "scalar_text",
     "loads",
@@ -42,6 +44,29 @@ class JSONDecodeError(CommandHandleError, ValueError):
         self.message = message
         self.line = line
         self.column = column
+
+
+class JSONDepthError(JSONDecodeError):
+    """JSON text nested too deeply to read: Python's parser recurses once per
+    level and stops at the interpreter's recursion limit (about 1,000)."""
+
+
+def deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` holds arrays or objects nested more than ``limit`` levels
+    (a walk without recursion, so any depth is safe to ask about)."""
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def format_number(value: int | float) -> str:
@@ -250,7 +275,8 @@ def loads(text: str | bytes) -> Any:
     """Read JSON text strictly: duplicate keys, NaN and overflowing numbers are errors.
 
     Those three are found after the text has parsed, so their error names the
-    JSON Pointer of the offending value instead of a line and column.
+    JSON Pointer of the offending value instead of a line and column. Text
+    nested too deeply for the parser raises :class:`JSONDepthError`.
     """
     try:
         return json.loads(
@@ -272,6 +298,8 @@ def loads(text: str | bytes) -> Any:
         raise JSONDecodeError(
             f"JSON text is not valid UTF-8: {exc.reason} (at byte {exc.start})"
         ) from None
+    except RecursionError:
+        raise JSONDepthError("JSON text is nested too deeply to read") from None
 
 
 class _Pairs(list[tuple[str, Any]]):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
 import signal
 import subprocess
 import sys
@@ -107,6 +109,37 @@ def test_missing_files_are_one_line_errors(tmp_path: Path) -> None:
         assert result.returncode == 2, args
         assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, result.stderr
         assert "missing.json" in result.stderr
+
+
+def _limited() -> None:
+    """In the child: 1 GiB of address space, so reading /dev/zero fails fast."""
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("command", ["validate", "tools", "mcp"])
+def test_a_fifo_or_a_device_among_the_tools_is_a_clear_error(tmp_path: Path, command: str) -> None:
+    """Only regular files are read: a FIFO would block the load, a link to
+    /dev/zero would be read until memory ran out."""
+    (tmp_path / "good.json").write_text(
+        json.dumps({"name": "t", "handler": "command", "command": "/bin/true"})
+    )
+    os.mkfifo(tmp_path / "pipe.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    result = subprocess.run(
+        [sys.executable, "-m", "command_handle", command, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_limited,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert f"{tmp_path / 'pipe.json'}: cannot read pipe.json: it is a FIFO" in result.stderr
+    if command == "validate":  # it reports every file
+        assert f"{tmp_path / 'zero.json'}: cannot read zero.json: it is a device" in result.stderr
+        assert f"{tmp_path / 'good.json'}: ok (t)" in result.stdout
 
 
 def test_raw_passes_stdout_stderr_and_the_exit_code_through(tmp_path: Path) -> None:

@@ -76,6 +76,43 @@ def test_refused_calls_spawn_nothing(tmp_path: Path, run: Run) -> None:
     assert str(refused.value).startswith("`p` must not start with '-'")
 
 
+# A handle that builds a shell line from two words its schema keeps to [a-z]:
+# with Python's $, "hi\n" passed ^[a-z]+$ and the second word ran as a command.
+SHELL_LINE = {
+    "name": "greet",
+    "handle": "command",
+    "command": "sh",
+    "arguments": ["-c", "echo {{word}} {{other}}"],
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "word": {"type": "string", "pattern": "^[a-z]+$"},
+            "other": {"type": "string", "pattern": "^[a-z]+$"},
+            "count": {"type": "string", "pattern": "^\\d+$"},
+        },
+        "required": ["word", "other"],
+    },
+}
+
+
+def test_patterns_are_ecma_262_regular_expressions(run: Run) -> None:
+    """JSON Schema patterns are ECMA-262: $ is the end of the text, \\d is 0-9."""
+    executor = Executor()
+    handle = CommandHandle.load(SHELL_LINE)
+    for args, name in (
+        ({"word": "hi\n", "other": "pwd"}, "/word"),  # a newline before the end
+        ({"word": "hi", "other": "pwd", "count": "\u0661\u0662\u0663"}, "/count"),  # ١٢٣
+        ({"word": "hi", "other": "pwd", "count": "12\n"}, "/count"),
+    ):
+        with pytest.raises(ArgumentsError) as refused:
+            run(executor, handle, args)
+        assert [v.pointer for v in refused.value.violations] == [name]
+        assert refused.value.violations[0].keyword == "pattern"
+    assert executor.spawned == 0
+    ran = run(executor, handle, {"word": "hi", "other": "pwd", "count": "123"})
+    assert ran.stdout == "hi pwd\n" and executor.spawned == 1
+
+
 def test_every_argument_violation_is_reported() -> None:
     handle = probe_handle(
         parameters={

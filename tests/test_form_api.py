@@ -239,6 +239,29 @@ def test_deep_template_refused_at_compile_time() -> None:
         compile_template(deep)
 
 
+def test_matches_reads_patterns_as_ecma_262_in_every_draft() -> None:
+    """$ is the end of the text, \\d is 0-9; a Python-only pattern is no schema."""
+    for dialect in (None, "http://json-schema.org/draft-07/schema#"):
+        schema: dict[str, object] = {"type": "string", "pattern": "^[a-z]+$"}
+        digits: dict[str, object] = {"pattern": "^\\\\d+$"}  # \\ is a template's escape
+        names: dict[str, object] = {"patternProperties": {"^[a-z]+$": {}}}
+        names["additionalProperties"] = False
+        if dialect:
+            for each in (schema, digits, names):
+                each["$$schema"] = dialect  # $$ writes a "$schema" key in a template
+        test = {"$if": {"$": "v", "$matches": schema}, "$then": "yes", "$else": "no"}
+        assert form.evaluate(test, {"v": "abc"}) == "yes"
+        assert form.evaluate(test, {"v": "abc\n"}) == "no"
+        test["$if"]["$matches"] = digits  # type: ignore[index]
+        assert form.evaluate(test, {"v": "123"}) == "yes"
+        assert form.evaluate(test, {"v": "\u0661\u0662\u0663"}) == "no"
+        test["$if"]["$matches"] = names  # type: ignore[index]
+        assert form.evaluate(test, {"v": {"ab": 1}}) == "yes"
+        assert form.evaluate(test, {"v": {"ab\n": 1}}) == "no"
+    with pytest.raises(TemplateSyntaxError, match="'format' rule"):
+        form.compile_template({"$": "v", "$matches": {"pattern": "(?P<name>x)"}})
+
+
 def test_non_json_template_values_are_refused() -> None:
     with pytest.raises(TemplateSyntaxError, match="not a JSON value"):
         compile_template({"a": {1, 2}})

@@ -241,17 +241,21 @@ async def stdio_client(tools: Path, *extra: str) -> AsyncIterator[Client]:
         yield client
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager
-def http_server(tools: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = free_port()
+def http_server(
+    tools: Path, *extra: str, host: str = "127.0.0.1"
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port(host)
+    args = ["--transport", "http", "--host", host, "--port", str(port), *extra]
     process = subprocess.Popen(
-        [sys.executable, *server_args(tools, "--transport", "http", "--port", str(port), *extra)],
+        [sys.executable, *server_args(tools, *args)],
         env=server_env(),
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
@@ -260,13 +264,14 @@ def http_server(tools: Path, *extra: str) -> Iterator[tuple[str, subprocess.Pope
         deadline = time.monotonic() + 20
         while True:
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                with socket.create_connection((host, port), timeout=0.2):
                     break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError("the HTTP server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", process
+        name = f"[{host}]" if ":" in host else host
+        yield f"http://{name}:{port}/mcp", process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -274,9 +279,14 @@ def http_server(tools: Path, *extra: str) -> Iterator[tuple[str, subprocess.Pope
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
+async def http_client(
+    url: str, token: str | None = None, mode: str = "auto"
+) -> AsyncIterator[Client]:
+    """The SDK's client of ``url``: ``mode="auto"`` speaks the 2026 protocol to
+    this server (a request per call, cancelled by closing it); ``"legacy"`` the
+    2025 handshake protocol of a session, cancelled by ``notifications/cancelled``."""
     if token is None:
-        async with Client(url, cache=None) as client:
+        async with Client(url, cache=None, mode=mode) as client:
             yield client
         return
     from mcp.client.streamable_http import streamable_http_client
@@ -295,13 +305,22 @@ def http_url(tools: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["stdio", "http"])
+@pytest.fixture(scope="module")
+def stateless_url(tools: Path) -> Iterator[str]:
+    with http_server(tools, "--stateless") as (url, _):
+        yield url
+
+
+@pytest.fixture(params=["stdio", "http", "http-session"])
 def connect(request: pytest.FixtureRequest, tools: Path) -> Connect:
-    """``connect()``: an SDK client of a server over stdio, or over HTTP."""
+    """``connect()``: an SDK client of a server over stdio, or over HTTP: in the
+    2026 protocol (a request per call), or in a session of the 2025 protocol
+    (``mode="legacy"``), as most MCP clients still speak it."""
     if request.param == "stdio":
         return lambda: stdio_client(tools)
     url = request.getfixturevalue("http_url")
-    return lambda: http_client(url)
+    mode = "legacy" if request.param == "http-session" else "auto"
+    return lambda: http_client(url, mode=mode)
 
 
 def pids_of(state_dir: Path, tag: str, within: float = 10.0) -> list[int]:
@@ -366,6 +385,22 @@ def raw_server(tools: Path, *messages: dict[str, Any]) -> subprocess.Popen[bytes
         process.stdin.write(json.dumps(message).encode() + b"\n")
     process.stdin.flush()
     return process
+
+
+WIRE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+
+
+def open_session(http: httpx2.Client, url: str, host: str) -> dict[str, str]:
+    """The handshake over raw HTTP with ``Host: host``; the headers a request of
+    that session carries (the session id, when the server keeps sessions)."""
+    opened = http.post(url, json=HANDSHAKE[0], headers={**WIRE, "Host": host})
+    assert opened.status_code == 200, opened.text
+    headers = {**WIRE, "Host": host}
+    if "mcp-session-id" in opened.headers:
+        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+    done = http.post(url, json=HANDSHAKE[1], headers=headers)
+    assert done.status_code == 202, done.text
+    return headers
 
 
 def test_the_wire_carries_input_schema(tools: Path) -> None:
@@ -504,6 +539,10 @@ def test_progress_messages_show_no_part_of_a_credential_across_a_cut(connect: Co
 def test_a_cancelled_call_kills_the_tree_and_the_session_goes_on(
     connect: Connect, tools: Path
 ) -> None:
+    """The client abandons the call as the SDK does: over stdio and in an HTTP
+    session it sends ``notifications/cancelled`` (which, over HTTP, arrives in
+    a request of its own and must find the call in the session); in the 2026
+    protocol it closes the call's request."""
     state = state_of(tools)
     tag = f"cancel{os.getpid()}{int(time.monotonic() * 1000) % 100000}"
     found: list[int] = []
@@ -544,8 +583,10 @@ def test_calls_run_in_parallel(connect: Connect, tmp_path: Path) -> None:
     assert anyio.run(main) == ["3", "3", "3"]
 
 
-def test_an_aborted_http_request_kills_the_tree(tools: Path, http_url: str) -> None:
-    """Stateless HTTP: one POST carries the call; closing it abandons the call."""
+def test_an_aborted_http_request_kills_the_tree(tools: Path, stateless_url: str) -> None:
+    """Stateless HTTP (``--stateless``): one POST carries the call; closing it
+    abandons the call."""
+    http_url = stateless_url
     state = state_of(tools)
     tag = f"abort{os.getpid()}"
     headers = {
@@ -572,6 +613,28 @@ def test_an_aborted_http_request_kills_the_tree(tools: Path, http_url: str) -> N
             return await client.call_tool("structured", {"text": "still serving"})
 
     assert anyio.run(main).structured_content == {"words": "2\n"}
+
+
+def test_ending_an_http_session_kills_its_calls(tools: Path, http_url: str) -> None:
+    """A client that ends its session (DELETE) abandons the calls still running in it."""
+    state = state_of(tools)
+    tag = f"endsession{os.getpid()}"
+    body = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "tree", "arguments": {"tag": tag}},
+    }
+    with httpx2.Client(timeout=30) as http:
+        headers = open_session(http, http_url, http_url.split("/")[2])
+        assert "Mcp-Session-Id" in headers
+        with http.stream("POST", http_url, json=body, headers=headers) as response:
+            assert response.status_code == 200
+            pids = pids_of(state, tag)
+            assert http.delete(http_url, headers=headers).status_code == 200
+            assert wait_dead(pids), "a call outlived its session"
+        gone = http.post(http_url, json=body, headers=headers)
+        assert gone.status_code == 404  # the session is over
 
 
 # -- shutdown -----------------------------------------------------------------------------
@@ -606,9 +669,11 @@ def test_shutdown_kills_every_child(tools: Path, how: str) -> None:
     assert b"Traceback" not in (process.stderr.read() if process.stderr else b"")
 
 
-def test_http_shutdown_kills_every_child(tools: Path) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_http_shutdown_kills_every_child(tools: Path, mode: str) -> None:
+    """SIGTERM with a call running, in a request of its own or in a session."""
     state = state_of(tools)
-    tag = f"httpstop{os.getpid()}"
+    tag = f"httpstop{mode}{os.getpid()}"
     with http_server(tools) as (url, process):
 
         async def main() -> list[int]:
@@ -616,7 +681,7 @@ def test_http_shutdown_kills_every_child(tools: Path) -> None:
 
             async def drive() -> None:
                 with contextlib.suppress(Exception):  # the server goes away mid-call
-                    async with http_client(url) as client:
+                    async with http_client(url, mode=mode) as client:
                         await client.call_tool("tree", {"tag": tag})
 
             async with anyio.create_task_group() as group:
@@ -664,6 +729,43 @@ def test_http_refuses_a_remote_host_unless_allowed(tools: Path) -> None:
         cwd=ROOT,
     )
     assert done.returncode == 2 and "--allow-remote" in done.stderr
+
+
+@pytest.mark.parametrize("address", ["127.0.0.2", "127.0.0.1", "::1"])
+def test_http_answers_only_its_own_host_on_every_loopback_address(
+    tools: Path, tmp_path: Path, address: str
+) -> None:
+    """DNS rebinding: a web page whose name resolves to the loopback address
+    sends its own name in Host (and Origin); such a request runs no tool."""
+    canary = tmp_path / "written"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "writer", "arguments": {"path": str(canary)}},
+    }
+    with http_server(tools, host=address) as (url, _), httpx2.Client(timeout=30) as http:
+        own = url.split("/")[2]  # 127.0.0.2:PORT, [::1]:PORT
+        port = own.rsplit(":", 1)[1]
+        headers = open_session(http, url, own)
+        other_port = str(int(port) + 1 if int(port) < 65535 else int(port) - 1)
+        foreign = ["attacker.example", f"attacker.example:{port}", own.replace(port, other_port)]
+        if address == "127.0.0.2":
+            foreign.append(f"localhost:{port}")  # localhost is not 127.0.0.2
+        for host in foreign:
+            refused = http.post(url, json=call, headers={**headers, "Host": host})
+            assert refused.status_code == 421, (host, refused.status_code)
+        origin = {**headers, "Origin": "http://attacker.example"}
+        assert http.post(url, json=call, headers=origin).status_code == 403
+        assert not canary.exists()
+        origin = {**headers, "Origin": f"http://{own}"}
+        assert http.post(url, json=call, headers=origin).status_code == 200
+        assert canary.read_text() == "written"
+        if address != "127.0.0.2":  # localhost resolves here: it is this server's name too
+            canary.unlink()
+            local = {**headers, "Host": f"localhost:{port}"}
+            assert http.post(url, json=call, headers=local).status_code == 200
+            assert canary.exists()
 
 
 def test_http_bearer_token(tools: Path) -> None:

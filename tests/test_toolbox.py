@@ -11,7 +11,9 @@ import hashlib
 import json
 import logging
 import os
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -161,6 +163,84 @@ def test_hidden_entries_and_other_suffixes_are_skipped(tmp_path: Path) -> None:
 def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ToolLoadError, match="no such file or folder"):
         Toolbox.load(tmp_path / "missing")
+
+
+def test_a_fifo_among_the_tools_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO named like a tool file would block a plain open() until a writer came."""
+    write(tmp_path / "good.json", probe_doc())
+    fifo = tmp_path / "x.json"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | Toolbox] = []
+
+    def load() -> None:
+        try:
+            outcome.append(Toolbox.load(tmp_path))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    loader.join(timeout=10)
+    if loader.is_alive():  # blocked in open(): give it a writer so the thread ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        loader.join(timeout=10)
+        pytest.fail("Toolbox.load blocked on a FIFO")
+    [error] = outcome
+    assert isinstance(error, ToolLoadError), error
+    assert error.path == str(fifo) and "a FIFO, not a regular file" in str(error)
+
+
+MAX_DOCUMENT_BYTES = 8 * 1024 * 1024  # the documented cap on a tool document
+
+LOAD_IN_CHILD = (
+    "import resource, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+    "from command_handle.toolbox import Toolbox, ToolLoadError\n"
+    "try:\n"
+    "    Toolbox.load(sys.argv[1])\n"
+    "except ToolLoadError as exc:\n"
+    "    print(exc.path, '|', exc)\n"
+)
+
+
+def test_a_link_to_a_device_is_refused_not_read(tmp_path: Path) -> None:
+    """x.json -> /dev/zero would be read until memory ran out: the load runs in a
+    child with 1 GiB of address space, so a regression fails here, not the suite."""
+    (tmp_path / "x.json").symlink_to("/dev/zero")
+    done = subprocess.run(
+        [PY, "-c", LOAD_IN_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"{tmp_path / 'x.json'} |")
+    assert "a device, not a regular file" in done.stdout
+
+
+def test_a_tool_document_over_the_size_cap_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    body = json.dumps(probe_doc()).encode()
+    big.write_bytes(body[:-1] + b" " * MAX_DOCUMENT_BYTES + b"}")
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(tmp_path)
+    assert caught.value.path == str(big) and "larger than 8 MiB" in str(caught.value)
+    big.write_bytes(body[:-1] + b" " * (MAX_DOCUMENT_BYTES - len(body)) + b"}")
+    assert Toolbox.load(tmp_path).names() == ["probe"]  # exactly at the cap: read
+
+
+def test_a_tool_name_must_match_the_name_pattern_whole(tmp_path: Path) -> None:
+    """Python's $ matches before a final newline: "x\n" must not pass as a name."""
+    template = {"name": "list\n", "call_template_type": "cli", "commands": [{"command": "ls"}]}
+    write(tmp_path / "bare.json", template)
+    toolbox = Toolbox.load(tmp_path)
+    assert toolbox.names() == ["list_"]
+    assert NAME_PATTERN.match("list\n") is None and NAME_PATTERN.fullmatch("list_")
+    write(tmp_path / "bare.json", probe_doc("probe\n"))
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(tmp_path)
+    assert caught.value.pointer == "/name"
 
 
 @pytest.mark.parametrize(
@@ -336,6 +416,75 @@ def test_arguments_may_be_json_text(tmp_path: Path, call: Call) -> None:
     assert toolbox.executor.spawned == 1
 
 
+# Arrays of arrays: a recursive schema, which null removal and validation
+# follow as deep as the value goes.
+RECURSIVE = {
+    "type": "object",
+    "properties": {"tree": {"$ref": "#/$defs/node"}},
+    "$defs": {"node": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+}
+
+
+@pytest.mark.parametrize("levels", [1_000, 100_000])
+def test_arguments_nested_too_deeply_are_refused_not_raised(
+    tmp_path: Path, call: Call, levels: int
+) -> None:
+    """Python's JSON reader and any recursive walk stop near 1,000 levels with
+    RecursionError; a model's arguments that deep are an is_error result."""
+    canary = tmp_path / "ran"
+    code = f"open({str(canary)!r}, 'w').close()"
+    write(
+        tmp_path / "tools" / "deep.json", script_doc("deep", tmp_path, code, parameters=RECURSIVE)
+    )
+    manual = {
+        "tools": [
+            {
+                "name": "deep",
+                "description": "",
+                "inputs": RECURSIVE,
+                "tool_call_template": {
+                    "call_template_type": "cli",
+                    "commands": [{"command": f'{PY} -c \'open("{canary}", "w")\''}],
+                },
+            }
+        ]
+    }
+    write(tmp_path / "tools" / "manual.json", manual)
+    toolbox = Toolbox.load(tmp_path / "tools")
+    nested: list[object] = []
+    for _ in range(levels):
+        nested = [nested]
+    text = '{"tree": ' + "[" * levels + "]" * levels + "}"
+    for name in ("deep", "manual_deep"):
+        as_text = call(toolbox, name, text)
+        assert as_text.is_error, as_text.content
+        assert "nested deeper than the limit of 64 levels; nothing ran" in as_text.content
+        as_object = call(toolbox, name, {"tree": nested})
+        assert as_object.is_error and "nested deeper than 64 levels" in as_object.content
+        assert toolbox.preview_sync(name, text).error == as_text.content
+    assert toolbox.executor.spawned == 0 and not canary.exists()
+    shallow: list[object] = []
+    for _ in range(60):
+        shallow = [shallow]
+    assert not call(toolbox, "deep", {"tree": shallow}).is_error  # within the limit: it runs
+    assert canary.exists()
+
+
+@pytest.mark.parametrize("levels", [600, 100_000])
+def test_a_program_s_deeply_nested_json_output_is_kept_as_text(
+    tmp_path: Path, call: Call, levels: int
+) -> None:
+    """A UTCP tool's output is parsed as JSON; nested too deeply to handle, it stays text."""
+    script = tmp_path / "deep.py"
+    script.write_text(f"print('[' * {levels} + ']' * {levels})")
+    template = {"call_template_type": "cli", "commands": [{"command": f"{PY} {script}"}]}
+    write(tmp_path / "tools" / "deep.json", template)
+    result = call(Toolbox.load(tmp_path / "tools"), "deep", {})
+    assert not result.is_error, result.content
+    assert result.structured == "[" * levels + "]" * levels
+    assert result.content.startswith("[[[[")
+
+
 def test_strict_mode_nulls_mean_absent(tmp_path: Path, call: Call) -> None:
     parameters = {
         "type": "object",
@@ -423,6 +572,62 @@ def test_llm_mistakes_come_back_as_errors_naming_the_parameter(
     assert "/arguments" not in result.content and "$use" not in result.content
     assert "-rf" not in result.content.replace("`path`", "")
     assert toolbox.executor.spawned == 0
+
+
+def test_patterns_are_ecma_262_regular_expressions(tmp_path: Path, call: Call) -> None:
+    """$ is the end of the text and \\d is 0-9, in a handle's parameters and
+    output_schema and in a UTCP tool's inputs alike; nothing runs on a refusal."""
+    word = {"type": "string", "pattern": "^[a-z]+$"}
+    digits = {"type": "string", "pattern": "^\\d+$"}
+    parameters = {
+        "type": "object",
+        "properties": {"word": word, "other": word, "count": digits},
+        "patternProperties": {"^x[a-z]$": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    handle = {
+        "name": "greet",
+        "handler": "command",
+        "command": "sh",
+        "arguments": ["-c", "echo {{word}} {{other}}"],
+        "parameters": parameters,
+    }
+    write(tmp_path / "tools" / "greet.json", handle)
+    manual = {
+        "tools": [
+            {
+                "name": "greet",
+                "description": "",
+                "inputs": parameters,
+                "tool_call_template": {
+                    "call_template_type": "cli",
+                    "commands": [{"command": "echo UTCP_ARG_word_UTCP_END"}],
+                },
+            }
+        ]
+    }
+    write(tmp_path / "tools" / "manual.json", manual)
+    shaped = probe_doc(
+        "shaped",
+        result={"first": {"$": "stdout"}},
+        output_schema={"type": "object", "properties": {"first": word}},
+    )
+    write(tmp_path / "tools" / "shaped.json", shaped)
+    toolbox = Toolbox.load(tmp_path / "tools")
+    for runs, name in enumerate(("greet", "manual_greet")):
+        for args, problem in (
+            ({"word": "hi\n", "other": "pwd"}, "`word` must match the pattern '^[a-z]+$'"),
+            ({"word": "hi", "count": "\u0661\u0662\u0663"}, "`count` must match the pattern"),
+            ({"word": "hi", "xy\n": "z"}, "`xy\n` is not a parameter of this tool"),
+        ):
+            result = call(toolbox, name, args)
+            assert result.is_error and problem in result.content, result.content
+        assert toolbox.executor.spawned == runs  # only the valid calls ran
+        ran = call(toolbox, name, {"word": "hi", "other": "pwd", "count": "123", "xa": "ok"})
+        assert not ran.is_error and ran.content.startswith("hi"), ran.content
+    # The output schema is held to the same patterns: the probe's stdout ends in "\n".
+    result = call(toolbox, "shaped", {"words": ["abc"]})
+    assert result.is_error and "does not match the tool's output schema" in result.content
 
 
 def test_unknown_tool_lists_the_tools(tmp_path: Path, call: Call) -> None:

@@ -62,6 +62,7 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
         allow_remote=options.allow_remote,
         bearer_token=token,
         backend=options.backend,
+        stateless=options.stateless,
     )
     return EXIT_OK
 
@@ -78,6 +79,12 @@ def add_mcp_parser(commands: Any) -> None:
         "--allow-remote",
         action="store_true",
         help="HTTP: allow a host that is not a loopback address (behind your own auth)",
+    )
+    mcp.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP: no sessions, for a load balancer (a client then cancels a call by "
+        "closing its request; notifications/cancelled cannot reach it)",
     )
     mcp.add_argument(
         "--bearer-token-env",

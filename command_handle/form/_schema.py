@@ -31,10 +31,9 @@ def _build(schema: object, format_assertion: bool) -> Any:
     if not isinstance(schema, dict | bool):
         raise ValueError("a JSON Schema is an object or a boolean")
     jsonschema = _jsonschema.load()
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)  # boolean schemas are valid too
-    checker = cls.FORMAT_CHECKER if format_assertion else None
-    return cls(schema, format_checker=checker)
+    draft = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    _jsonschema.check_schema(schema, draft)  # boolean schemas are valid too
+    return _jsonschema.validator(schema, formats=format_assertion, base=draft)
 
 
 def _schema_problem(exc: Exception) -> str:

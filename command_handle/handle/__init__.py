@@ -1,6 +1,13 @@
 """Command Handles: the model, loading, and rendering to an Invocation (no spawning here)."""
 
 from ..call import Invocation, StreamMode
-from ._model import CommandHandle, IoSpec, check_arguments
+from ._model import MAX_ARGUMENT_DEPTH, CommandHandle, IoSpec, check_arguments
 
-__all__ = ["CommandHandle", "Invocation", "IoSpec", "StreamMode", "check_arguments"]
+__all__ = [
+    "MAX_ARGUMENT_DEPTH",
+    "CommandHandle",
+    "Invocation",
+    "IoSpec",
+    "StreamMode",
+    "check_arguments",
+]

@@ -212,15 +212,13 @@ class CommandHandle(BaseModel):
             raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
         jsonschema = _jsonschema.load()
         try:
-            jsonschema.Draft202012Validator.check_schema(self.parameters)
+            _jsonschema.check_schema(self.parameters)
         except jsonschema.SchemaError as exc:
             raise _FieldError(
                 f"parameters is not a valid JSON Schema: {exc.message}",
                 _pointer_of(["parameters", *exc.path]),
             ) from None
-        return jsonschema.Draft202012Validator(
-            self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-        )
+        return _jsonschema.validator(self.parameters, formats=True)
 
     def _declared(self, name: str) -> bool:
         """Whether ``parameters`` declares the property ``name``."""
@@ -770,7 +768,7 @@ def _names_of(error: Any) -> tuple[str, ...]:
         return tuple(
             name
             for name in instance
-            if name not in known and not any(re.search(p, name) for p in patterns)
+            if name not in known and not any(_jsonschema.search(p, name) for p in patterns)
         )
     return ()
 
@@ -885,7 +883,7 @@ def _check_output_schema(schema: dict[str, Any], jsonschema: Any) -> None:
             "/output_schema",
         )
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
+        _jsonschema.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise _FieldError(
             f"output_schema is not a valid JSON Schema: {exc.message}",

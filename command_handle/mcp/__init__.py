@@ -7,7 +7,15 @@ transports, :func:`http_app` the ASGI app. ``command-handle mcp PATH...`` runs
 them (docs/mcp.md).
 """
 
-from ._serve import ServeError, http_app, is_loopback, serve, serve_http, serve_stdio
+from ._serve import (
+    ServeError,
+    http_app,
+    is_loopback,
+    serve,
+    serve_http,
+    serve_stdio,
+    transport_security,
+)
 from ._server import PROGRESS_INTERVAL, build_server
 
 __all__ = [
@@ -19,4 +27,5 @@ __all__ = [
     "serve",
     "serve_http",
     "serve_stdio",
+    "transport_security",
 ]

@@ -22,7 +22,15 @@ from ..errors import CommandHandleError
 from ..toolbox import Toolbox
 from ._server import build_server
 
-__all__ = ["ServeError", "http_app", "is_loopback", "serve", "serve_http", "serve_stdio"]
+__all__ = [
+    "ServeError",
+    "http_app",
+    "is_loopback",
+    "serve",
+    "serve_http",
+    "serve_stdio",
+    "transport_security",
+]
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -129,6 +137,45 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _loopback_names(host: str) -> list[str]:
+    """The names a client may put in ``Host`` to reach a server bound to the
+    loopback address ``host``: the address itself (IPv6 in brackets), and
+    ``localhost`` where it resolves to it (127.0.0.1 and ::1)."""
+    if host == "localhost":
+        return ["localhost", "127.0.0.1", "[::1]"]
+    address = ipaddress.ip_address(host)
+    if address.version == 6:
+        names = list(dict.fromkeys([f"[{address.compressed}]", f"[{host}]"]))
+    else:
+        names = [str(address)]
+    if str(address) in ("127.0.0.1", "::1"):
+        names.append("localhost")
+    return names
+
+
+def transport_security(host: str, port: int | None) -> Any:
+    """DNS-rebinding protection for a server bound to a loopback ``host``: every
+    request's ``Host`` must name that address (or ``localhost``, where it
+    resolves there) with ``port``, and an ``Origin``, when sent, the same over
+    http. A web page that rebinds its own name to 127.0.0.2 sends ``Host:
+    its-name``, which is refused. ``port`` None (or 0: the kernel picks) allows
+    any port. None for a host that is not a loopback address: there the
+    deployer's reverse proxy decides what reaches the server."""
+    if not is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = _loopback_names(host)
+    suffixes = [f":{port}"] if port else [":*"]
+    if port == 80:  # a client leaves the default port out
+        suffixes.append("")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[name + suffix for name in names for suffix in suffixes],
+        allowed_origins=[f"http://{name}{suffix}" for name in names for suffix in suffixes],
+    )
+
+
 def _bearer(app: ASGIApp, token: str) -> ASGIApp:
     """``app`` behind ``Authorization: Bearer <token>`` (compared in constant time)."""
     expected = f"Bearer {token}".encode()
@@ -154,11 +201,29 @@ def _bearer(app: ASGIApp, token: str) -> ASGIApp:
     return guarded
 
 
-def http_app(toolbox: Toolbox, host: str = "127.0.0.1", bearer_token: str | None = None) -> Any:
-    """The ASGI app serving ``toolbox`` at ``/mcp`` in stateless mode: every request
-    stands alone, so any number of server processes can share a load balancer."""
+def http_app(
+    toolbox: Toolbox,
+    host: str = "127.0.0.1",
+    bearer_token: str | None = None,
+    *,
+    port: int | None = None,
+    stateless: bool = False,
+) -> Any:
+    """The ASGI app serving ``toolbox`` at ``/mcp``.
+
+    By default each client gets a session (``Mcp-Session-Id``), so its
+    ``notifications/cancelled``, which arrives in a request of its own, reaches
+    the call it names and kills its process tree. ``stateless`` serves every
+    request on its own, so that any number of server processes can share a
+    load balancer; a client must then cancel by closing the request (as
+    clients of the 2026 protocol do), because a cancel notification finds no
+    call to match. On a loopback ``host`` it answers only requests whose
+    ``Host`` (and ``Origin``) name ``host:port`` (:func:`transport_security`);
+    pass the ``port`` it is served on."""
     server = build_server(toolbox)
-    app: Any = server.streamable_http_app(stateless_http=True, host=host)
+    app: Any = server.streamable_http_app(
+        stateless_http=stateless, host=host, transport_security=transport_security(host, port)
+    )
     return _bearer(app, bearer_token) if bearer_token else app
 
 
@@ -169,11 +234,12 @@ def serve_http(
     *,
     allow_remote: bool = False,
     bearer_token: str | None = None,
+    stateless: bool = False,
 ) -> None:
     """Serve ``toolbox`` over streamable HTTP until SIGTERM or SIGINT (asyncio,
-    uvicorn). A host that is not a loopback address is refused unless
-    ``allow_remote``: authentication is the deployer's reverse proxy's job, or
-    ``bearer_token``'s."""
+    uvicorn), with sessions unless ``stateless`` (:func:`http_app`). A host
+    that is not a loopback address is refused unless ``allow_remote``:
+    authentication is the deployer's reverse proxy's job, or ``bearer_token``'s."""
     if not (allow_remote or is_loopback(host)):
         raise ServeError(
             f"refusing to listen on {host}, which is not a loopback address: put an "
@@ -183,7 +249,7 @@ def serve_http(
 
     server_class = _uvicorn_server()
     config = uvicorn.Config(
-        http_app(toolbox, host, bearer_token),
+        http_app(toolbox, host, bearer_token, port=port, stateless=stateless),
         host=host,
         port=port,
         log_level=os.environ.get("COMMAND_HANDLE_HTTP_LOG", "warning"),
@@ -202,12 +268,21 @@ def serve(
     allow_remote: bool = False,
     bearer_token: str | None = None,
     backend: str = "asyncio",
+    stateless: bool = False,
 ) -> None:
     """Serve ``toolbox`` until the client goes away or a signal arrives: what
     ``command-handle mcp`` runs. ``transport`` is ``"stdio"`` (on ``backend``,
-    ``"asyncio"`` or ``"trio"``) or ``"http"`` (stateless streamable HTTP)."""
+    ``"asyncio"`` or ``"trio"``) or ``"http"`` (streamable HTTP, with sessions
+    unless ``stateless``)."""
     if transport == "http":
-        serve_http(toolbox, host, port, allow_remote=allow_remote, bearer_token=bearer_token)
+        serve_http(
+            toolbox,
+            host,
+            port,
+            allow_remote=allow_remote,
+            bearer_token=bearer_token,
+            stateless=stateless,
+        )
     elif transport == "stdio":
         anyio.run(serve_stdio, toolbox, backend=backend)
     else:

@@ -23,6 +23,7 @@ from ..errors import (
     TemplateEvaluationError,
     Violation,
 )
+from ..handle import MAX_ARGUMENT_DEPTH
 
 __all__ = ["after_run_message", "drop_nulls", "model_message", "parameter_name"]
 
@@ -57,17 +58,20 @@ def _resolve(schema: object, root: object) -> object:
     return schema
 
 
-def drop_nulls(schema: object, value: Any, root: object = None) -> Any:
+def drop_nulls(schema: object, value: Any, root: object = None, depth: int = 0) -> Any:
     """``value`` without the nulls that stand for absent optional properties.
 
     OpenAI's strict mode makes the model send every property, with ``null``
     for one it would omit. A null is removed where the property is optional
     and its schema does not accept null; anywhere else it stays, and
-    validation judges it. Local ``$ref``s are followed.
+    validation judges it. Local ``$ref``s are followed. Past
+    :data:`MAX_ARGUMENT_DEPTH` levels the value is left as it is (a recursive
+    schema would otherwise recurse as deep as the model nests): validation
+    refuses it for its depth.
     """
     root = schema if root is None else root
     schema = _resolve(schema, root)
-    if not isinstance(schema, dict):
+    if not isinstance(schema, dict) or depth > MAX_ARGUMENT_DEPTH:
         return value
     if isinstance(value, dict):
         properties = schema.get("properties")
@@ -79,10 +83,10 @@ def drop_nulls(schema: object, value: Any, root: object = None) -> Any:
             sub = _resolve(properties.get(name), root)
             if item is None and name not in required and sub is not None and not _accepts_null(sub):
                 continue
-            out[name] = drop_nulls(sub, item, root) if sub is not None else item
+            out[name] = drop_nulls(sub, item, root, depth + 1) if sub is not None else item
         return out
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [drop_nulls(schema["items"], item, root) for item in value]
+        return [drop_nulls(schema["items"], item, root, depth + 1) for item in value]
     return value
 
 

@@ -136,7 +136,7 @@ def _utcp_tool(item: UtcpSource, file: Path, pointer: str, name: str | None = No
         }
         if plan.mode != "legacy":
             parameters["additionalProperties"] = False
-        tool_name = name if name and NAME_PATTERN.match(name) else llm_name(name or file.stem)
+        tool_name = name if name and NAME_PATTERN.fullmatch(name) else llm_name(name or file.stem)
         description = ""
     return Tool(
         name=tool_name, description=description, parameters=parameters, source=source, utcp=item

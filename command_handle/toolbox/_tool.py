@@ -11,8 +11,9 @@ from ..utcp import CliCallTemplate, LegacyCliProvider, UtcpTool
 
 __all__ = ["NAME_PATTERN", "Tool", "UtcpSource", "llm_name"]
 
-# Tool Handle 2.1, OpenAI and Anthropic: the names a model may call.
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Tool Handle 2.1, OpenAI and Anthropic: the names a model may call. \A and \Z,
+# because Python's $ also matches before a final newline: "x\n" is no name.
+NAME_PATTERN = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
 UtcpSource = UtcpTool | CliCallTemplate | LegacyCliProvider
 
 

@@ -34,7 +34,7 @@ from .. import _json, _jsonschema, utcp
 from .._secrets import redact, redact_cut, secret_values
 from ..errors import AfterRunError, CommandHandleError, HandleError
 from ..executor import CommandResult, Executor, PlanResult, plan_hash
-from ..handle import CommandHandle, check_arguments
+from ..handle import MAX_ARGUMENT_DEPTH, CommandHandle, check_arguments
 from ..policy import Policy
 from ._arguments import after_run_message, drop_nulls, model_message
 from ._calls import PreparedToolCall
@@ -515,6 +515,12 @@ class Toolbox:
         if isinstance(args, str):
             try:
                 args = _json.loads(args) if args.strip() else {}
+            except _json.JSONDepthError:
+                raise _Refusal(
+                    f"The arguments for `{tool.name}` are nested deeper than the limit of "
+                    f"{MAX_ARGUMENT_DEPTH} levels; nothing ran.",
+                    reason="nested too deeply",
+                ) from None
             except _json.JSONDecodeError:
                 raise _Refusal(
                     f"The arguments for `{tool.name}` are not valid JSON; nothing ran.",
@@ -534,7 +540,7 @@ class Toolbox:
     def _validator(self, tool: Tool) -> Any:
         validator = self._input_validators.get(tool.name)
         if validator is None:
-            validator = _jsonschema.load().Draft202012Validator(tool.parameters)
+            validator = _jsonschema.validator(tool.parameters)
             self._input_validators[tool.name] = validator
         return validator
 
@@ -653,7 +659,7 @@ class Toolbox:
             return ""
         validator = self._output_validators.get(tool.name)
         if validator is None:
-            validator = _jsonschema.load().Draft202012Validator(tool.output_schema)
+            validator = _jsonschema.validator(tool.output_schema)
             self._output_validators[tool.name] = validator
         error = next(iter(validator.iter_errors(structured)), None)
         if error is None:

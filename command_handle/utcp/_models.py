@@ -187,7 +187,7 @@ class UtcpTool(BaseModel):
     def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
         jsonschema = _jsonschema.load()
         try:
-            jsonschema.Draft202012Validator.check_schema(value)
+            _jsonschema.check_schema(value)
         except jsonschema.SchemaError as exc:
             where = "".join(f"/{part}" for part in exc.path)
             raise ValueError(f"not a valid JSON Schema at {where or '/'}: {exc.message}") from None
@@ -197,7 +197,7 @@ class UtcpTool(BaseModel):
     def _one_template(self) -> UtcpTool:
         if (self.tool_call_template is None) == (self.tool_provider is None):
             raise ValueError("give exactly one of tool_call_template or tool_provider")
-        self._validator = _jsonschema.load().Draft202012Validator(self.inputs)
+        self._validator = _jsonschema.validator(self.inputs)
         return self
 
     @property

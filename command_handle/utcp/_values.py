@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._json import deeper_than
 from ..policy import option_prefix
 
 __all__ = [
@@ -89,13 +90,32 @@ def legacy_flags(args: Mapping[str, Any]) -> list[str]:
     return tokens
 
 
+# A program's JSON output nested deeper than this is kept as text: Python's
+# parser stops near 1,000 levels with RecursionError, and the value is still
+# walked (redacted, serialised) for the model. Tool Form's max_data_depth.
+MAX_OUTPUT_DEPTH = 256
+
+
+def _parsed(output: str) -> object:
+    """The JSON value of ``output``; ``_NOT_JSON`` when it is not JSON or is nested
+    too deeply to handle."""
+    try:
+        value = json.loads(output)
+    except (json.JSONDecodeError, RecursionError):
+        return _NOT_JSON
+    return _NOT_JSON if deeper_than(value, MAX_OUTPUT_DEPTH) else value
+
+
+_NOT_JSON = object()
+
+
 def utcp_value(output: str) -> object:
-    """utcp-cli 1.x: the stripped output, parsed when it starts with ``{`` or ``[``."""
+    """utcp-cli 1.x: the stripped output, parsed when it starts with ``{`` or ``[``
+    (kept as text when it is nested deeper than :data:`MAX_OUTPUT_DEPTH`)."""
     if output.startswith(("{", "[")):
-        try:
-            return json.loads(output)
-        except json.JSONDecodeError:
-            pass
+        value = _parsed(output)
+        if value is not _NOT_JSON:
+            return value
     return output
 
 
@@ -103,7 +123,5 @@ def legacy_value(output: str) -> object:
     """UTCP 0.x: any JSON document is parsed; otherwise the stripped text."""
     if not output.strip():
         return ""
-    try:
-        return json.loads(output)
-    except json.JSONDecodeError:
-        return output.strip()
+    value = _parsed(output)
+    return output.strip() if value is _NOT_JSON else value
