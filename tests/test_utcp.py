@@ -454,3 +454,11 @@ def test_a_builtin_s_output_streams_like_a_program_s() -> None:
     ended = trio.run(main)
     assert b"".join(chunk for _, chunk in chunks) == b"first\nsecond\n"
     assert chunks[0][1] == b"first\n" and ended - chunks[0][0] >= 0.3
+
+
+def test_discovery_output_nested_too_deeply_is_no_manual() -> None:
+    """A discovery program printing JSON nested far deeper than any manual gets the
+    plain refusal, not a RecursionError."""
+    deep = "[" * 100_000 + "]" * 100_000
+    assert utcp.manual_from_output(deep) is None
+    assert utcp.manual_from_output('{"x": ' + deep + "}\n" + deep) is None

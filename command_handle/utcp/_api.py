@@ -427,7 +427,7 @@ def manual_from_output(output: str) -> UtcpManual | None:
     """A manual from discovery output, or None when it holds none."""
     try:
         data = json.loads(output.strip())
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # too deep to be a manual
         data = None
     else:
         if _is_manual(data):
@@ -442,7 +442,7 @@ def manual_from_output(output: str) -> UtcpManual | None:
             continue
         try:
             data = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if _is_manual(data):
             return _manual(data, lenient=True)
