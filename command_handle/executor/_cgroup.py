@@ -41,6 +41,12 @@ def _base() -> tuple[str | None, str]:
         for line in groups:
             if line.startswith("0::"):
                 relative = line[3:].strip()
+    return _check(mount, relative)
+
+
+def _check(mount: str, relative: str) -> tuple[str | None, str]:
+    """Where calls' cgroups go: our cgroup (``relative`` in the hierarchy mounted
+    at ``mount``), or None with why not."""
     base = os.path.join(mount, relative.lstrip("/"))
     if not os.path.exists(os.path.join(base, "cgroup.kill")) and not os.path.exists(
         os.path.join(mount, "cgroup.procs")
