@@ -7,7 +7,9 @@ and the error says what happened. Checked with the process table and
 
 from __future__ import annotations
 
+import asyncio
 import os
+import resource
 import signal
 import threading
 import time
@@ -17,16 +19,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
-from command_handle import Executor, Policy
+from command_handle import CommandHandle, Executor, LaunchError, Policy, utcp
 from command_handle.executor import _cgroup, _spawn
 from command_handle.form import escape
 from command_handle.handle import Invocation
 
 from .processes import (
+    alive,
     children,
+    descriptors_exhausted,
     open_fds,
     python_handle,
+    unprivileged,
 )
 
 # A child that says so on stdout, starts a grandchild in its group, records
@@ -44,13 +50,6 @@ QUIET = {"stdout": "ignore", "stderr": "ignore"}
 def sleeper(pidfile: Path, **fields: Any) -> Invocation:
     handle = python_handle(SLEEPER, arguments=["-c", escape(SLEEPER), str(pidfile)], **fields)
     return handle.render(None, Policy(kill_grace=0.2))
-
-
-@pytest.fixture(autouse=True)
-def warm() -> None:
-    """One call first: what a first launch opens for good (the /dev/null the
-    launch shares) is then open before the descriptors are counted."""
-    Executor().call_sync(python_handle("pass"))
 
 
 def left_over() -> list[int]:
@@ -113,6 +112,103 @@ def spawner_busy(spawner: _spawn.Spawner) -> Iterator[threading.Event]:
 def grandchild(pidfile: Path) -> int | None:
     text = pidfile.read_text() if pidfile.exists() else ""
     return int(text) if text else None
+
+
+# -- 2. the system refuses something right after the spawn ---------------------------
+
+
+@pytest.mark.parametrize("free", [0, 1], ids=["pidfd", "epoll"])
+def test_out_of_descriptors_right_after_the_spawn(tmp_path: Path, free: int) -> None:
+    """With no descriptor to spare the child is started (it needs none of ours)
+    but cannot be watched: no pidfd (``free=0``) or no epoll set (``free=1``).
+    It is killed and reaped, and the error says it was started and killed
+    rather than that nothing ran."""
+    invocation = sleeper(tmp_path / "pid", io=QUIET)
+    executor = Executor()
+    with (
+        nothing_left_behind(),
+        descriptors_exhausted(spare=free),
+        pytest.raises(LaunchError) as caught,
+    ):
+        executor.run_sync(invocation)
+    message = str(caught.value)
+    assert "EMFILE" in message and "killed" in message, message
+    assert "nothing ran" not in message, message
+    assert executor.call_sync(python_handle("print('again')")).stdout == "again\n"
+
+
+def _limit_refused_scenario() -> dict[str, Any]:
+    """As an unprivileged user whose CPU limit is capped: a policy limit above
+    the cap cannot be set on the child (prlimit: EPERM) once it runs."""
+    resource.setrlimit(resource.RLIMIT_CPU, (1000, 1000))
+    handle = CommandHandle.load(
+        {"name": "s", "handle": "command", "command": "sleep", "arguments": ["300"]}
+    )
+    try:
+        Executor(Policy(max_cpu_seconds=5000)).call_sync(handle)
+        outcome = "ran"
+    except LaunchError as exc:
+        outcome = str(exc)
+    return {"outcome": outcome, "left": left_over()}
+
+
+def test_a_limit_the_kernel_refuses_after_the_spawn_kills_the_child() -> None:
+    seen = unprivileged(_limit_refused_scenario)
+    assert seen["left"] == [], "the child ran on without its limit, unsupervised"
+    assert "killed" in seen["outcome"] and "EPERM" in seen["outcome"], seen
+    assert "nothing ran" not in seen["outcome"], seen
+
+
+# -- 3. a callback that raises ---------------------------------------------------------
+
+
+class Refused(Exception):
+    pass
+
+
+def refuse(pid: int) -> None:
+    raise Refused(pid)
+
+
+@pytest.mark.parametrize("backend", ["sync", "trio", "asyncio"])
+def test_an_on_started_callback_that_raises(tmp_path: Path, backend: str) -> None:
+    """The child is killed and reaped, every descriptor closed, and the
+    callback's exception reaches the caller."""
+    pidfile = tmp_path / "pid"
+    invocation = sleeper(pidfile, io={"stdin": "data"})
+    executor = Executor()
+    with nothing_left_behind():
+        with pytest.raises(Refused) as caught:
+            if backend == "sync":
+                executor.run_sync(invocation, on_started=refuse)
+            elif backend == "trio":
+                trio.run(lambda: executor.run(invocation, on_started=refuse))
+            else:
+                asyncio.run(executor.run(invocation, on_started=refuse))
+        pid = caught.value.args[0]
+        assert not alive(pid)
+
+
+def test_an_on_started_callback_that_raises_in_a_plan(tmp_path: Path) -> None:
+    """The same for a plan's step: its child is killed, its pipes closed."""
+    plan = utcp.translate(
+        {"call_template_type": "cli", "commands": [{"command": "sleep 300 | cat"}]}
+    )
+    started: list[int] = []
+
+    def refuse_second(pid: int, program: str) -> None:
+        started.append(pid)
+        if len(started) == 2:
+            raise Refused(pid)
+
+    # The callback's exception reaches the caller (in the pipeline's group).
+    with nothing_left_behind(), pytest.raises((Refused, BaseExceptionGroup)) as caught:
+        trio.run(lambda: Executor().run_plan(plan, {}, on_started=refuse_second))
+    error = caught.value
+    assert isinstance(error, Refused) or (
+        isinstance(error, BaseExceptionGroup) and error.subgroup(Refused) is not None
+    ), error
+    assert len(started) == 2 and not any(alive(pid) for pid in started)
 
 
 # -- 5. cgroup.kill --------------------------------------------------------------------

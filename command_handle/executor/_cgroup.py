@@ -105,9 +105,12 @@ class CallCgroup:
             raise
 
     def opened(self) -> None:
-        """The launch is over: the procs descriptor is no longer needed."""
-        with contextlib.suppress(OSError):
-            os.close(self.procs)
+        """The launch is over: the procs descriptor is no longer needed (closed
+        once: a second close could hit a reused number)."""
+        procs, self.procs = self.procs, -1
+        if procs >= 0:
+            with contextlib.suppress(OSError):
+                os.close(procs)
 
     def discard(self) -> None:
         """The launch failed: remove the unused cgroup."""

@@ -58,7 +58,7 @@ from ._expand import Segment, fields, fields_with_origin, join
 from ._landlock import SandboxProfile
 from ._plan_checks import BASH_DEFAULT_PATH, PreparedPlan, program_path
 from ._plan_result import PlanResult, StepResult
-from ._process import RESOURCE_ERRNOS, resource_error
+from ._process import RESOURCE_ERRNOS, refusal, resource_error
 from ._shell import BuiltinIO, ShellExit, ShellState
 from ._spawn import Spawner, launch, launch_async
 from ._supervise import Output, supervise
@@ -521,8 +521,9 @@ class _PlanRun:
             except OSError as exc:
                 if cgroup is not None:
                     cgroup.discard()
-                if exc.errno in RESOURCE_ERRNOS:
-                    raise resource_error(exc) from None
+                refused = refusal(exc)  # not the program's fault: no bash status
+                if refused is not None:
+                    raise refused from None
                 reason = errno.errorcode.get(exc.errno or 0, "error")
                 # As bash reports it; a directory removed after the check is named.
                 subject = state.cwd if exc.filename == state.cwd else words[0]
@@ -543,7 +544,13 @@ class _PlanRun:
             for read_end, _, sink in pipes.values()
         ]
         if self.on_started is not None:
-            self.on_started(child.pid, path)
+            try:
+                self.on_started(child.pid, path)
+            except BaseException:
+                child.finish()
+                for output in outputs:
+                    _close(output.fd)
+                raise
         # The supervisor owns the read ends from here, and closes them.
         streaming = self.on_chunk is not None
         supervisor = supervise(

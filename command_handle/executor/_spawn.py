@@ -22,6 +22,7 @@ import _thread
 import asyncio
 import contextlib
 import ctypes
+import errno
 import functools
 import os
 import queue
@@ -40,6 +41,7 @@ from ._cgroup import CallCgroup
 
 __all__ = [
     "Child",
+    "KilledAtLaunch",
     "Spawner",
     "adopt_orphans",
     "launch",
@@ -57,14 +59,23 @@ _IDLE_SECONDS = 30.0  # a spawner thread with nothing to do for this long ends
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 
 
+class KilledAtLaunch(OSError):
+    """The child started, but what it needs to be supervised (its exit descriptor,
+    its limits, the supervisor's epoll set) could not be had; it was killed and
+    reaped, with its group, before this was raised."""
+
+
 class Child:
     """A started child: its pid, the descriptor that becomes readable when it
     exits, and its status once reaped. ``popen`` is set when ``subprocess``
-    started it (then Popen does the reaping, so it never reaps a pid twice)."""
+    started it (then Popen does the reaping, so it never reaps a pid twice).
+    ``watch=False`` leaves the descriptor to :meth:`watch`."""
 
     __slots__ = ("_lock", "_notify_write", "_returncode", "cgroup", "exit_fd", "pid", "popen")
 
-    def __init__(self, pid: int, popen: subprocess.Popen[bytes] | None = None) -> None:
+    def __init__(
+        self, pid: int, popen: subprocess.Popen[bytes] | None = None, watch: bool = True
+    ) -> None:
         self.popen = popen
         self.pid = pid
         self.cgroup: CallCgroup | None = None  # set by the caller when the policy asks
@@ -72,14 +83,27 @@ class Child:
         self._lock = threading.Lock()
         self._notify_write = -1
         self.exit_fd = -1
+        if watch:
+            self.watch()
+
+    def watch(self) -> None:
+        """Open ``exit_fd``. Raises OSError when the system refuses (EMFILE)."""
         if _HAS_PIDFD:
             try:
                 self.exit_fd = os.pidfd_open(self.pid)
                 return
-            except OSError:
-                pass  # a kernel or sandbox without pidfd_open: fall back to a thread
-        self.exit_fd, self._notify_write = os.pipe()
-        threading.Thread(target=self._wait_in_thread, daemon=True).start()
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+                    raise  # a pipe would be refused alike
+                # a kernel or sandbox without pidfd_open: fall back to a thread
+        read_end, self._notify_write = os.pipe()
+        try:
+            threading.Thread(target=self._wait_in_thread, daemon=True).start()
+        except BaseException:
+            os.close(read_end)
+            os.close(self._notify_write)
+            raise
+        self.exit_fd = read_end
 
     def _wait_in_thread(self) -> None:
         self.reap()
@@ -110,10 +134,26 @@ class Child:
         self.signal_group(signal.SIGKILL)
 
     def close(self) -> None:
-        try:  # noqa: SIM105 - every call passes here; suppress() costs more
-            os.close(self.exit_fd)
-        except OSError:
-            pass
+        """Close ``exit_fd`` (once: a second close could hit a reused number)."""
+        fd, self.exit_fd = self.exit_fd, -1
+        if fd >= 0:
+            try:  # noqa: SIM105 - every call passes here; suppress() costs more
+                os.close(fd)
+            except OSError:
+                pass
+
+    def finish(self) -> None:
+        """Leave nothing of the child: kill its group unless it was reaped, reap
+        it, close ``exit_fd``, kill its cgroup, and reap the members of its group
+        that were reparented to us. The end of every child's supervision, and of
+        a launch nobody will supervise."""
+        if self.returncode is None:
+            self.kill_group()
+            self.reap()
+        self.close()
+        if self.cgroup is not None:  # also what left the process group
+            self.cgroup.kill()
+        adopt_orphans(self.pid)
 
 
 def launch(
@@ -134,7 +174,8 @@ def launch(
     share ours). ``limits`` are ``(RLIMIT_*, value)`` pairs set on the child
     with prlimit as soon as it exists (a ``preexec_fn`` would set them before
     exec, but forces fork). Raises OSError when the system refuses; nothing is
-    left running.
+    left running: a failure once the child exists (no descriptor to watch it,
+    a limit refused) kills and reaps it, and raises :class:`KilledAtLaunch`.
     """
     streams = (stdin, stdout, stderr)
     if (
@@ -142,7 +183,7 @@ def launch(
         and _posix_spawn.available()
         and all(fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in streams)
     ):
-        child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams))
+        child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams), watch=False)
     else:
         # Without glibc's extensions subprocess does the same, more slowly. With a
         # cgroup the child must be inside before its program runs, or it could fork
@@ -161,11 +202,18 @@ def launch(
             close_fds=True,
             preexec_fn=(lambda: os.write(procs, b"0") and None) if cgroup is not None else None,
         )
-        child = Child(popen.pid, popen)
+        child = Child(popen.pid, popen, watch=False)
         child.cgroup = cgroup
-    for kind, value in limits:
-        with contextlib.suppress(ProcessLookupError):  # it has already exited
-            resource.prlimit(child.pid, kind, (value, value))
+    try:
+        child.watch()
+        for kind, value in limits:
+            with contextlib.suppress(ProcessLookupError):  # it has already exited
+                resource.prlimit(child.pid, kind, (value, value))
+    except BaseException as exc:  # nobody could supervise it: it must not run on
+        child.finish()
+        if isinstance(exc, OSError):
+            raise KilledAtLaunch(exc.errno, exc.strerror or str(exc)) from exc
+        raise
     return child
 
 

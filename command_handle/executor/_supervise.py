@@ -24,7 +24,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from ._capture import Capture
-from ._spawn import Child, adopt_orphans
+from ._spawn import Child, KilledAtLaunch
 
 __all__ = ["Abort", "Deliver", "Outcome", "Output", "Request", "Wait", "supervise"]
 
@@ -116,7 +116,15 @@ def supervise(
     child exits, its pipes get ``grace`` seconds to reach end-of-file (a
     descendant that left the group may hold them), then reading stops.
     """
-    poller = select.epoll()
+    try:
+        poller = select.epoll()
+    except OSError as exc:  # out of descriptors: the child cannot be watched
+        for out in outputs:
+            _close(out.fd)
+        if stdin_fd >= 0:
+            _close(stdin_fd)
+        child.finish()
+        raise KilledAtLaunch(exc.errno, exc.strerror or str(exc)) from exc
     readers = {out.fd: out for out in outputs}
     feeding = stdin_fd >= 0
     pending = memoryview(stdin_data)
@@ -215,13 +223,7 @@ def supervise(
             _close(stdin_fd)
         for fd in readers:
             _close(fd)
-        if child.returncode is None:  # left early (an error in a consumer): no orphan
-            child.kill_group()
-            child.reap()
-        child.close()
-        if child.cgroup is not None:  # also what left the process group
-            child.cgroup.kill()
-        adopt_orphans(child.pid)
+        child.finish()  # left early (an error in a consumer): no orphan either
     code = child.returncode
     assert code is not None
     return Outcome(code, timed_out, aborted)
