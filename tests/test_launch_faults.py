@@ -8,6 +8,7 @@ and the error says what happened. Checked with the process table and
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import resource
 import signal
@@ -23,6 +24,7 @@ import trio
 
 from command_handle import CommandHandle, Executor, LaunchError, Policy, utcp
 from command_handle.executor import _cgroup, _spawn
+from command_handle.executor._process import run_invocation, run_invocation_sync
 from command_handle.form import escape
 from command_handle.handle import Invocation
 
@@ -33,6 +35,7 @@ from .processes import (
     open_fds,
     python_handle,
     unprivileged,
+    wait_dead,
 )
 
 # A child that says so on stdout, starts a grandchild in its group, records
@@ -112,6 +115,52 @@ def spawner_busy(spawner: _spawn.Spawner) -> Iterator[threading.Event]:
 def grandchild(pidfile: Path) -> int | None:
     text = pidfile.read_text() if pidfile.exists() else ""
     return int(text) if text else None
+
+
+# -- 1. Ctrl-C ------------------------------------------------------------------------
+
+
+def test_ctrl_c_while_the_launch_waits_for_a_spawner_thread(tmp_path: Path) -> None:
+    """Ctrl-C arrives while the call waits for its launch (queued behind other
+    launches). The child's pipe ends stay open until the launch is over, so a
+    file the application opens next never receives the child's output; the
+    child is killed and reaped before KeyboardInterrupt reaches the caller."""
+    pidfile = tmp_path / "pid"
+    invocation = sleeper(pidfile)
+    mine = [tmp_path / f"mine-{index}" for index in range(6)]
+    with nothing_left_behind(), spawner_busy(_spawn.spawner) as gate:
+        opener = threading.Timer(0.6, gate.set)  # the queued launch then runs
+        opener.start()
+        interrupt_main_thread_after(0.2)
+        with pytest.raises(KeyboardInterrupt):
+            Executor().run_sync(invocation)
+        # The application goes on and opens files: any number the call used
+        # may come back. None of them may become the child's stdout.
+        files = [path.open("wb") for path in mine]
+        opener.join()
+        time.sleep(0.5)  # a child left running has printed by now
+        for file in files:
+            file.close()
+        assert [path.read_bytes() for path in mine] == [b""] * len(mine)
+    kid = grandchild(pidfile)
+    assert kid is None or wait_dead([kid]) == []
+
+
+def test_ctrl_c_while_a_sync_call_waits_for_its_child(tmp_path: Path) -> None:
+    """Ctrl-C during the wait kills the child's whole group and reaps the child
+    before KeyboardInterrupt reaches the caller."""
+    pidfile = tmp_path / "pid"
+    invocation = sleeper(pidfile)
+    with nothing_left_behind():
+        interrupt_main_thread_after(1.0)
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            Executor().run_sync(invocation)
+        assert time.monotonic() - started < 5
+        assert children() == []  # reaped before the exception was raised
+    kid = grandchild(pidfile)
+    assert kid is not None, "the child had not started its grandchild within a second"
+    assert wait_dead([kid]) == []
 
 
 # -- 2. the system refuses something right after the spawn ---------------------------
@@ -209,6 +258,39 @@ def test_an_on_started_callback_that_raises_in_a_plan(tmp_path: Path) -> None:
         isinstance(error, BaseExceptionGroup) and error.subgroup(Refused) is not None
     ), error
     assert len(started) == 2 and not any(alive(pid) for pid in started)
+
+
+# -- 4. a caller that can no longer be woken ------------------------------------------
+
+
+def test_a_spawner_thread_survives_a_caller_whose_loop_closed(tmp_path: Path) -> None:
+    """An asyncio caller's loop closes while its launch waits in the queue: the
+    spawner thread cannot wake it (RuntimeError from the closed loop). The
+    thread kills and reaps the child nobody will supervise, and goes on: later
+    launches through the same spawner run."""
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs, size=1)
+    pidfile = tmp_path / "pid"
+    with nothing_left_behind():
+        loop = asyncio.new_event_loop()
+        with spawner_busy(spawner):
+            task = loop.create_task(run_invocation(sleeper(pidfile), confined=spawner))
+            loop.run_until_complete(asyncio.sleep(0.1))  # the call now waits for its launch
+            loop.close()
+        # The holding job is done; the abandoned launch runs and cannot wake its caller.
+        results: list[str] = []
+        later = python_handle("print('later')").render()
+        thread = threading.Thread(
+            target=lambda: results.append(str(run_invocation_sync(later, confined=spawner).stdout)),
+            daemon=True,
+        )
+        thread.start()
+        thread.join(10)
+        assert results == ["later\n"], "the spawner no longer launches"
+        kid = grandchild(pidfile)
+        assert kid is None or wait_dead([kid]) == []
+        assert left_over() == [], "the abandoned launch's child runs unsupervised"
+        del task  # its coroutine is closed: the call's own descriptors close
+        gc.collect()
 
 
 # -- 5. cgroup.kill --------------------------------------------------------------------

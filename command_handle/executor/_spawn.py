@@ -24,6 +24,7 @@ import contextlib
 import ctypes
 import errno
 import functools
+import logging
 import os
 import queue
 import resource
@@ -32,7 +33,7 @@ import subprocess
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sniffio
 
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+log = logging.getLogger("command_handle")
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_GET_CHILD_SUBREAPER = 37
 _IDLE_SECONDS = 30.0  # a spawner thread with nothing to do for this long ends
@@ -228,16 +230,36 @@ def set_no_new_privs() -> None:
         raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
 
 
-class _Job:
-    __slots__ = ("error", "function", "value", "wake")
+# A job's hand-over between its caller and the spawner thread (the lock guards it).
+_PENDING, _FINISHED, _UNDONE = range(3)
+_handover = threading.Lock()
 
-    def __init__(self, function: Callable[[], object], wake: Callable[[], None]) -> None:
+
+class _Job:
+    """A function to run on a spawner thread, and how its caller gets the result.
+
+    A launch cannot be taken back. When the caller gives up before the result
+    reaches it (Ctrl-C, its coroutine closed, its loop gone), ``undo`` gets the
+    value once the function has returned (it kills the child), exactly once.
+    """
+
+    __slots__ = ("error", "function", "state", "undo", "value", "waiter", "wake")
+
+    def __init__(
+        self,
+        function: Callable[[], object],
+        wake: Callable[[], None],
+        undo: Callable[[Any], None] | None,
+    ) -> None:
         self.function = function
         self.wake = wake  # how the caller learns it is done: a lock, or its event loop
+        self.undo = undo
         self.value: object = None
         self.error: BaseException | None = None
+        self.state = _PENDING
+        self.waiter: _thread.LockType | None = None  # a caller that gave up waits on it
 
-    def run(self, failure: BaseException | None) -> None:
+    def run(self, failure: OSError | None) -> None:
         if failure is not None:
             self.error = failure
         else:
@@ -245,7 +267,44 @@ class _Job:
                 self.value = self.function()
             except BaseException as exc:  # handed to the caller
                 self.error = exc
-        self.wake()
+        with _handover:
+            self.state = _FINISHED
+            waiter = self.waiter
+        if waiter is not None:
+            waiter.release()  # the caller gave up and undoes the launch itself
+            return
+        try:
+            self.wake()
+        except BaseException:  # the caller's loop is closed, or its run is over
+            self.undo_once()  # nobody else will: the child must not run unsupervised
+
+    def abandon(self) -> None:
+        """The caller gives up: wait until the function has returned (it may be
+        launching with descriptors the caller would close), then undo it."""
+        with _handover:
+            waiter = None
+            if self.state == _PENDING:
+                waiter = self.waiter = _thread.allocate_lock()
+                waiter.acquire()
+        if waiter is not None:
+            while True:
+                try:
+                    waiter.acquire()
+                    break
+                except BaseException:  # another Ctrl-C: the launch still ends first
+                    continue
+        self.undo_once()
+
+    def undo_once(self) -> None:
+        with _handover:
+            if self.state == _UNDONE:
+                return
+            self.state = _UNDONE
+        if self.error is None and self.undo is not None:
+            try:
+                self.undo(self.value)
+            except Exception:  # a spawner thread must survive; the caller may not exist
+                log.exception("undoing an abandoned launch failed")
 
     def result(self) -> object:
         if self.error is not None:
@@ -289,6 +348,10 @@ class Spawner:
         _posix_spawn.keep_file_actions(True)
         try:
             self._serve_jobs(failure)
+        except BaseException:  # not expected; a later call must still get a thread
+            with self._lock:
+                self._threads -= 1
+            raise
         finally:
             _posix_spawn.keep_file_actions(False)
 
@@ -319,31 +382,49 @@ class Spawner:
             name = f"command-handle-spawner-{self._threads}"
             threading.Thread(target=self._serve, name=name, daemon=True).start()
 
-    def call(self, function: Callable[[], T]) -> T:
-        """Run ``function`` on a spawner thread; block until it returns."""
+    def call(self, function: Callable[[], T], undo: Callable[[T], None] | None = None) -> T:
+        """Run ``function`` on a spawner thread; block until it returns.
+
+        Interrupted (Ctrl-C), it still waits for ``function`` to return, hands
+        the value to ``undo``, and then raises: the caller never frees what the
+        launch may still be using.
+        """
         done = _thread.allocate_lock()
         done.acquire()
-        job = _Job(function, done.release)
+        job = _Job(function, done.release, undo)
         self._submit(job)
-        done.acquire()
+        try:
+            done.acquire()
+        except BaseException:
+            job.abandon()
+            raise
         return job.result()  # type: ignore[return-value]
 
-    async def call_async(self, function: Callable[[], T]) -> T:
+    async def call_async(
+        self, function: Callable[[], T], undo: Callable[[T], None] | None = None
+    ) -> T:
         """Run ``function`` on a spawner thread; await it under trio or asyncio.
 
         The wait is shielded: a launch cannot be taken back, so a cancelled
         caller still receives the child (and kills it) rather than orphaning it.
+        A caller whose coroutine is closed meanwhile waits for ``function`` and
+        hands its value to ``undo``; one whose loop is gone when the spawner
+        thread tries to wake it has the spawner thread do that.
         """
         if sniffio.current_async_library() == "trio":
             import trio
 
             task = trio.lowlevel.current_task()
             token = trio.lowlevel.current_trio_token()
-            job = _Job(function, lambda: token.run_sync_soon(trio.lowlevel.reschedule, task))
+            job = _Job(function, lambda: token.run_sync_soon(trio.lowlevel.reschedule, task), undo)
             self._submit(job)
-            # Abort.FAILED: a cancellation waits for the launch, and is delivered at
-            # the caller's next checkpoint, once the child is supervised.
-            await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+            try:
+                # Abort.FAILED: a cancellation waits for the launch, and is delivered
+                # at the caller's next checkpoint, once the child is supervised.
+                await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+            except BaseException:
+                job.abandon()
+                raise
         else:
             loop = asyncio.get_running_loop()
             future: asyncio.Future[None] = loop.create_future()
@@ -355,14 +436,18 @@ class Spawner:
             def wake() -> None:
                 loop.call_soon_threadsafe(resolve)
 
-            job = _Job(function, wake)
+            job = _Job(function, wake, undo)
             self._submit(job)
             cancelled = False
-            while not future.done():
-                try:
-                    await asyncio.shield(future)
-                except asyncio.CancelledError:
-                    cancelled = True  # the launch finishes first; the child is then ours
+            try:
+                while not future.done():
+                    try:
+                        await asyncio.shield(future)
+                    except asyncio.CancelledError:
+                        cancelled = True  # the launch finishes first; the child is then ours
+            except BaseException:  # the coroutine is closed: it will never get the child
+                job.abandon()
+                raise
             if cancelled:
                 # Delivered at the caller's next await, once the child is supervised,
                 # so the cancellation kills it instead of orphaning it.
@@ -395,19 +480,22 @@ def _chosen(no_new_privs: bool, confined: Spawner | None) -> Spawner | None:
     return spawner if no_new_privs else None  # the module's current one (see fork)
 
 
-def launch_sync(start: Callable[[], T], no_new_privs: bool, confined: Spawner | None = None) -> T:
+def launch_sync(
+    start: Callable[[], Child], no_new_privs: bool, confined: Spawner | None = None
+) -> Child:
     """Run a launch: on a sandbox profile's spawner (``confined``), else on the
-    ``no_new_privs`` spawner, else (``Policy.allow_setuid``) in this thread."""
+    ``no_new_privs`` spawner, else (``Policy.allow_setuid``) in this thread.
+    When this raises, no child of the launch is left, and the launch is over."""
     chosen = _chosen(no_new_privs, confined)
-    return chosen.call(start) if chosen is not None else start()
+    return chosen.call(start, Child.finish) if chosen is not None else start()
 
 
 async def launch_async(
-    start: Callable[[], T], no_new_privs: bool, confined: Spawner | None = None
-) -> T:
+    start: Callable[[], Child], no_new_privs: bool, confined: Spawner | None = None
+) -> Child:
     """The same under trio or asyncio."""
     chosen = _chosen(no_new_privs, confined)
-    return await chosen.call_async(start) if chosen is not None else start()
+    return await chosen.call_async(start, Child.finish) if chosen is not None else start()
 
 
 # -- orphans, when this process is PID 1 or a child subreaper ------------------------
