@@ -163,8 +163,9 @@ class EnvironmentVariableError(HandleError):
 
 
 class SandboxError(HandleError):
-    """The policy asks for a sandbox this kernel cannot enforce; nothing ran.
-    The message says what is missing (``command-handle sandbox check``)."""
+    """The policy asks for a sandbox this kernel cannot enforce, or it could not
+    be applied; nothing ran. The message says what is missing
+    (``command-handle sandbox check``)."""
 
 
 class LaunchError(HandleError):

@@ -8,6 +8,7 @@ and the error says what happened. Checked with the process table and
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import os
 import resource
@@ -22,8 +23,10 @@ from typing import Any
 import pytest
 import trio
 
-from command_handle import CommandHandle, Executor, LaunchError, Policy, utcp
+from command_handle import CommandHandle, Executor, LaunchError, Policy, SandboxError, utcp
 from command_handle.executor import _cgroup, _spawn
+from command_handle.executor._interpreter import run_plan
+from command_handle.executor._plan_checks import prepare_plan
 from command_handle.executor._process import run_invocation, run_invocation_sync
 from command_handle.form import escape
 from command_handle.handle import Invocation
@@ -330,3 +333,46 @@ def test_the_cgroup_check_on_real_hierarchies() -> None:
     refused, why = _cgroup._check(v1, "/")
     assert refused is None and "cgroup.kill" in why, why
     assert set(os.listdir(v1)) == before
+
+
+# -- 6. a sandbox that could not be applied -------------------------------------------
+
+
+def test_a_sandbox_that_cannot_be_applied_is_a_sandbox_error(tmp_path: Path) -> None:
+    """The spawner thread could not confine itself (Landlock or no_new_privs
+    refused): every launch through it is refused with SandboxError, and
+    nothing runs."""
+
+    def setup() -> None:
+        raise OSError(errno.EPERM, "landlock_restrict_self: Operation not permitted")
+
+    confined = _spawn.Spawner(setup)
+    marker = tmp_path / "ran"
+    handle = python_handle(f"open({str(marker)!r}, 'w')")
+    with nothing_left_behind():
+        for _attempt in range(2):
+            with pytest.raises(SandboxError) as caught:
+                run_invocation_sync(handle.render(), confined=confined)
+            message = str(caught.value)
+            assert "could not be applied" in message and "nothing ran" in message, message
+            assert "landlock_restrict_self" in message, message
+    assert not marker.exists()
+
+
+def test_a_sandbox_that_cannot_be_applied_in_a_plan(tmp_path: Path) -> None:
+    """A plan's step launched through such a spawner: SandboxError, not a
+    program that 'cannot execute'."""
+
+    def setup() -> None:
+        raise OSError(errno.EPERM, "landlock_restrict_self: Operation not permitted")
+
+    confined = _spawn.Spawner(setup)
+    marker = tmp_path / "ran"
+    plan = utcp.translate(
+        {"call_template_type": "cli", "commands": [{"command": f"touch {marker}"}]}
+    )
+    prepared = prepare_plan(plan, {}, {}, Policy())
+    with nothing_left_behind(), pytest.raises(SandboxError) as caught:
+        trio.run(lambda: run_plan(prepared, lambda: None, confined))
+    assert "could not be applied" in str(caught.value), str(caught.value)
+    assert not marker.exists()

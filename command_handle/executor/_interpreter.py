@@ -495,7 +495,6 @@ class _PlanRun:
         try:
             try:
                 fds = [descriptor(target) for target in table]
-                self.launched = True
                 self.on_spawn()
                 argv, executable = words, path
                 if self.bubblewrap is not None:  # bwrap starts it inside its namespaces
@@ -518,6 +517,7 @@ class _PlanRun:
                     not self.policy.allow_setuid,
                     self.confined,
                 )
+                self.launched = True  # a refusal from now on comes after a program ran
             except OSError as exc:
                 if cgroup is not None:
                     cgroup.discard()

@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator
 
 import sniffio
 
-from ..errors import HandleError, LaunchError
+from ..errors import HandleError, LaunchError, SandboxError
 from ..handle import Invocation
 from ._capture import Capture
 from ._cgroup import CallCgroup
@@ -31,6 +31,7 @@ from ._drive import ChunkCallback, drive, drive_sync
 from ._result import CommandResult
 from ._spawn import (
     Child,
+    ConfinementError,
     KilledAtLaunch,
     Spawner,
     launch,
@@ -73,8 +74,10 @@ def resource_error(exc: OSError) -> LaunchError:
 
 def refusal(exc: OSError) -> HandleError | None:
     """The error for a launch that failed for a reason that is not the program's:
-    the host ran out of something, or the child could not be supervised and was
-    killed at once. None otherwise."""
+    the sandbox could not be applied, the host ran out of something, or the
+    child could not be supervised and was killed at once. None otherwise."""
+    if isinstance(exc, ConfinementError):
+        return SandboxError(f"the sandbox could not be applied ({_reason(exc)}); nothing ran")
     if exc.errno in RESOURCE_ERRNOS:
         return resource_error(exc)
     if isinstance(exc, KilledAtLaunch):
@@ -90,10 +93,10 @@ def launch_error(exc: OSError, cwd: str, directory_pointer: str) -> HandleError:
     """The refusal for a launch that failed after every check passed.
 
     The checks ran before launch, so the world changed in between (a removed
-    directory or executable, a lost permission) or the host ran out of
-    something. The message says which, and points at the field concerned. The
-    one place where an OSError from a launch becomes an error of ours (plans
-    use :func:`refusal`).
+    directory or executable, a lost permission), the host ran out of
+    something, or the sandbox could not be applied. The message says which,
+    and points at the field concerned. The one place where an OSError from a
+    launch becomes an error of ours (plans use :func:`refusal`).
     """
     refused = refusal(exc)
     if refused is not None:

@@ -42,6 +42,7 @@ from ._cgroup import CallCgroup
 
 __all__ = [
     "Child",
+    "ConfinementError",
     "KilledAtLaunch",
     "Spawner",
     "adopt_orphans",
@@ -65,6 +66,11 @@ class KilledAtLaunch(OSError):
     """The child started, but what it needs to be supervised (its exit descriptor,
     its limits, the supervisor's epoll set) could not be had; it was killed and
     reaped, with its group, before this was raised."""
+
+
+class ConfinementError(OSError):
+    """A spawner thread could not confine itself (``no_new_privs``, Landlock), so
+    it starts nothing: every launch submitted to it gets this."""
 
 
 class Child:
@@ -260,8 +266,8 @@ class _Job:
         self.waiter: _thread.LockType | None = None  # a caller that gave up waits on it
 
     def run(self, failure: OSError | None) -> None:
-        if failure is not None:
-            self.error = failure
+        if failure is not None:  # a fresh error per job: each raise adds to its traceback
+            self.error = ConfinementError(failure.errno, failure.strerror or str(failure))
         else:
             try:
                 self.value = self.function()
@@ -343,8 +349,8 @@ class Spawner:
         failure: OSError | None = None
         try:
             self._setup()
-        except OSError as exc:
-            failure = exc  # every launch refused: no child without the flag
+        except Exception as exc:  # every launch refused: no child without its confinement
+            failure = exc if isinstance(exc, OSError) else OSError(None, str(exc))
         _posix_spawn.keep_file_actions(True)
         try:
             self._serve_jobs(failure)
