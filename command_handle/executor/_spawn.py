@@ -193,36 +193,59 @@ def launch(
     ):
         child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams), watch=False)
     else:
-        # Without glibc's extensions subprocess does the same, more slowly. With a
-        # cgroup the child must be inside before its program runs, or it could fork
-        # out first: it moves itself (writing "0" to cgroup.procs, opened before the
-        # launch) between fork and exec, which needs fork (docs/sandbox.md).
-        procs = cgroup.procs if cgroup is not None else -1
-        popen = subprocess.Popen(
-            list(argv),
-            executable=executable,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=(lambda: os.write(procs, b"0") and None) if cgroup is not None else None,
-        )
-        child = Child(popen.pid, popen, watch=False)
-        child.cgroup = cgroup
+        child = start_popen(argv, executable, env, cwd, streams, cgroup)
+    _watch(child, limits)
+    return child
+
+
+def start_popen(
+    argv: Sequence[str],
+    executable: str,
+    env: dict[str, str],
+    cwd: str,
+    streams: Sequence[int | None],
+    cgroup: CallCgroup | None = None,
+) -> Child:
+    """The launch through ``subprocess``, not yet watched (see :func:`launch`).
+
+    Without glibc's extensions subprocess does what posix_spawn does, more
+    slowly. With a cgroup the child must be inside before its program runs, or
+    it could fork out first: it moves itself (writing "0" to cgroup.procs,
+    opened before the launch) between fork and exec, which needs fork
+    (docs/sandbox.md).
+    """
+    procs = cgroup.procs if cgroup is not None else -1
+    popen = subprocess.Popen(
+        list(argv),
+        executable=executable,
+        stdin=streams[0],
+        stdout=streams[1],
+        stderr=streams[2],
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=(lambda: os.write(procs, b"0") and None) if cgroup is not None else None,
+    )
+    child = Child(popen.pid, popen, watch=False)
+    child.cgroup = cgroup
+    return child
+
+
+def _watch(child: Child, limits: Sequence[tuple[int, int]]) -> None:
+    """Open the child's exit descriptor and set its limits. When the system
+    refuses, nobody could supervise the child, so it must not run on: it is
+    killed and reaped, and :class:`KilledAtLaunch` raised."""
     try:
         child.watch()
         for kind, value in limits:
             with contextlib.suppress(ProcessLookupError):  # it has already exited
                 resource.prlimit(child.pid, kind, (value, value))
-    except BaseException as exc:  # nobody could supervise it: it must not run on
+    except BaseException as exc:
         child.finish()
         if isinstance(exc, OSError):
             raise KilledAtLaunch(exc.errno, exc.strerror or str(exc)) from exc
         raise
-    return child
 
 
 @functools.cache
