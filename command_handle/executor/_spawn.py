@@ -424,10 +424,10 @@ class Spawner:
         self._submit(job)
         try:
             done.acquire()
-        except BaseException:
+            return job.result()  # type: ignore[return-value]
+        except BaseException:  # also Ctrl-C as it returns: the child is then undone
             job.abandon()
             raise
-        return job.result()  # type: ignore[return-value]
 
     async def call_async(
         self, function: Callable[[], T], undo: Callable[[T], None] | None = None
@@ -492,9 +492,10 @@ spawner = Spawner(set_no_new_privs)
 def _forget_the_thread() -> None:
     """A forked child has none of its parent's threads: spawners and the reaper
     start afresh there."""
-    global _reaper_started, _orphans_lock
+    global _reaper_started, _orphans_lock, _handover
     for each in list(_SPAWNERS):
         each._forget_threads()
+    _handover = threading.Lock()  # a thread of the parent may have held it
     _reaper_started = False
     _orphans_lock = threading.Lock()
     _orphan_groups.clear()
