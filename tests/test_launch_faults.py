@@ -15,7 +15,7 @@ import resource
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -73,21 +73,32 @@ def left_over() -> list[int]:
 
 @contextmanager
 def nothing_left_behind() -> Iterator[None]:
-    """Assert that the block leaves no child process and no descriptor open."""
+    """Assert that the block leaves no child process and no descriptor open
+    (what a failing block leaves is killed all the same)."""
     fds = open_fds()
-    yield
-    assert left_over() == []
+    try:
+        yield
+    finally:
+        found = left_over()
+    assert found == []
     assert open_fds() == fds
 
 
-def interrupt_main_thread_after(seconds: float) -> threading.Timer:
-    """Ctrl-C, as the terminal delivers it: SIGINT to the main thread."""
+def interrupt_main_thread_after(seconds: float, when: Callable[[], bool] = lambda: True) -> None:
+    """Ctrl-C, as the terminal delivers it: SIGINT to the main thread, after
+    ``seconds`` and once ``when()`` holds (checked for up to 30 s)."""
     assert threading.current_thread() is threading.main_thread()
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGINT))
-    timer.start()
-    return timer
+
+    def interrupt() -> None:
+        time.sleep(seconds)
+        deadline = time.monotonic() + 30
+        while not when() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
 
 
 @contextmanager
@@ -155,15 +166,13 @@ def test_ctrl_c_while_a_sync_call_waits_for_its_child(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     invocation = sleeper(pidfile)
     with nothing_left_behind():
-        interrupt_main_thread_after(1.0)
-        started = time.monotonic()
+        interrupt_main_thread_after(0.1, lambda: grandchild(pidfile) is not None)
         with pytest.raises(KeyboardInterrupt):
             Executor().run_sync(invocation)
-        assert time.monotonic() - started < 5
         assert children() == []  # reaped before the exception was raised
     kid = grandchild(pidfile)
-    assert kid is not None, "the child had not started its grandchild within a second"
-    assert wait_dead([kid]) == []
+    assert kid is not None
+    assert wait_dead([kid], 1) == [], "the grandchild outlived the call"
 
 
 # -- 2. the system refuses something right after the spawn ---------------------------
