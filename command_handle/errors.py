@@ -170,12 +170,18 @@ class EnvironmentVariableError(HandleError):
 
 
 class SandboxError(HandleError):
-    """The policy asks for a sandbox this kernel cannot enforce; nothing ran.
-    The message says what is missing (``command-handle sandbox check``)."""
+    """The policy asks for a sandbox this kernel cannot enforce, or it could not
+    be applied; nothing ran. The message says what is missing
+    (``command-handle sandbox check``)."""
 
 
 class LaunchError(HandleError):
-    """The operating system refused to start the program (for example EMFILE or ENOEXEC)."""
+    """The operating system refused to start the program (for example EMFILE or ENOEXEC).
+
+    One case breaks the rule that nothing was spawned: the program started,
+    but what it needs to be supervised was refused (a descriptor to watch it,
+    a resource limit). It was then killed with its process group and reaped
+    before this was raised, and the message says so."""
 
 
 class TranslationError(HandleError):

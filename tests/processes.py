@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +91,27 @@ def wait_dead(pids: Iterable[int], seconds: float = 5.0) -> list[int]:
 def open_fds() -> set[int]:
     """This process's open file descriptors."""
     return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+@contextmanager
+def descriptors_exhausted(spare: int = 0) -> Iterator[None]:
+    """Lower the descriptor limit and fill every free slot below it but ``spare``."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(open_fds()) + 16, hard))
+    hogs: list[int] = []
+    try:
+        while True:
+            try:
+                hogs.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+            except OSError:
+                break
+        for _ in range(spare):
+            os.close(hogs.pop())
+        yield
+    finally:
+        for fd in hogs:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def children() -> list[int]:

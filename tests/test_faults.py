@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import resource
 import shutil
 import signal
 import tempfile
@@ -36,6 +35,7 @@ from command_handle.form import escape
 from .processes import (
     PY,
     children,
+    descriptors_exhausted,
     open_fds,
     probe_handle,
     python_handle,
@@ -312,25 +312,6 @@ def test_search_path_entries_that_cannot_be_searched_are_skipped(tmp_path: Path)
 
 
 # -- the host runs out of descriptors -----------------------------------------------
-
-
-@contextmanager
-def descriptors_exhausted() -> Iterator[None]:
-    """Lower the descriptor limit and fill every free slot below it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(open_fds()) + 16, hard))
-    hogs: list[int] = []
-    try:
-        while True:
-            try:
-                hogs.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
-            except OSError:
-                break
-        yield
-    finally:
-        for fd in hogs:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_running_out_of_descriptors_is_a_clear_error_and_the_executor_recovers() -> None:

@@ -41,14 +41,40 @@ def _base() -> tuple[str | None, str]:
         for line in groups:
             if line.startswith("0::"):
                 relative = line[3:].strip()
+    return _check(mount, relative)
+
+
+def _check(mount: str, relative: str) -> tuple[str | None, str]:
+    """Where calls' cgroups go: our cgroup (``relative`` in the hierarchy mounted
+    at ``mount``), or None with why not."""
     base = os.path.join(mount, relative.lstrip("/"))
-    if not os.path.exists(os.path.join(base, "cgroup.kill")) and not os.path.exists(
-        os.path.join(mount, "cgroup.procs")
-    ):
-        return None, "the cgroup v2 hierarchy has no cgroup.kill (Linux 5.14 or newer)"
     if not os.access(base, os.W_OK):
         return None, f"this process cannot create cgroups under {base}"
+    # A call's cgroup is made under ours, and it needs cgroup.kill. Ours has the
+    # file too on Linux 5.14 or newer, unless it is the root, which never has
+    # one: then a cgroup made for the purpose shows whether new ones get it.
+    if not os.path.exists(os.path.join(base, "cgroup.kill")):
+        why = _probe(base)
+        if why is not None:
+            return None, why
     return base, ""
+
+
+def _probe(base: str) -> str | None:
+    """Make a cgroup under ``base`` and remove it: None if it has cgroup.kill."""
+    probe = os.path.join(base, f"command-handle-probe-{os.getpid()}-{next(_counter)}")
+    try:
+        os.mkdir(probe)
+    except OSError as exc:
+        return f"this process cannot create cgroups under {base} ({exc.strerror})"
+    try:
+        killable = os.path.exists(os.path.join(probe, "cgroup.kill"))
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(probe)
+    if killable:
+        return None
+    return "the cgroup v2 hierarchy has no cgroup.kill (Linux 5.14 or newer)"
 
 
 def problem() -> str | None:
@@ -79,9 +105,12 @@ class CallCgroup:
             raise
 
     def opened(self) -> None:
-        """The launch is over: the procs descriptor is no longer needed."""
-        with contextlib.suppress(OSError):
-            os.close(self.procs)
+        """The launch is over: the procs descriptor is no longer needed (closed
+        once: a second close could hit a reused number)."""
+        procs, self.procs = self.procs, -1
+        if procs >= 0:
+            with contextlib.suppress(OSError):
+                os.close(procs)
 
     def discard(self) -> None:
         """The launch failed: remove the unused cgroup."""

@@ -67,7 +67,7 @@ from ._drive import ChunkCallback, drive
 from ._expand import Segment, join
 from ._files import PlanFiles, files_for, stream_named
 from ._landlock import SandboxProfile
-from ._process import RESOURCE_ERRNOS, resource_error
+from ._process import RESOURCE_ERRNOS, refusal, resource_error
 from ._shell import BuiltinIO, ShellExit, ShellState
 from ._spawn import Child, Spawner, launch, launch_async
 from ._supervise import Output, supervise
@@ -667,10 +667,9 @@ class _PlanRun:
         cgroup = CallCgroup() if self.policy.cgroup_per_call else None
         try:
             fds = [pipes.descriptor(target) for target in table]
-            self.launched = True
             self.on_spawn()
             argv, executable = self.program(words, path, state)
-            return await launch_async(
+            child = await launch_async(
                 partial(
                     launch,
                     argv,
@@ -686,11 +685,14 @@ class _PlanRun:
                 not self.policy.allow_setuid,
                 self.confined,
             )
+            self.launched = True  # a refusal from now on comes after a program ran
+            return child
         except OSError as exc:
             if cgroup is not None:
                 cgroup.discard()
-            if exc.errno in RESOURCE_ERRNOS:
-                raise resource_error(exc) from None
+            refused = refusal(exc)  # not the program's fault: no bash status
+            if refused is not None:
+                raise refused from None
             reason = errno.errorcode.get(exc.errno or 0, "error")
             # As bash reports it; a directory removed after the check is named.
             subject = state.cwd if exc.filename == state.cwd else words[0]
@@ -714,7 +716,13 @@ class _PlanRun:
         from here, and closes them."""
         outputs = pipes.outputs(self.step_sink)
         if self.on_started is not None:
-            self.on_started(child.pid, path)
+            try:
+                self.on_started(child.pid, path)
+            except BaseException:
+                child.finish()
+                for output in outputs:
+                    _close(output.fd)
+                raise
         streaming = self.on_chunk is not None
         supervisor = supervise(
             child, outputs, timeout=None, grace=self.policy.kill_grace, stream=streaming

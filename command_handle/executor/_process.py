@@ -24,16 +24,25 @@ from collections.abc import Callable, Generator
 import sniffio
 
 from ..call import CommandResult, Invocation
-from ..errors import LaunchError
+from ..errors import HandleError, LaunchError, SandboxError
 from ._capture import Capture
 from ._cgroup import CallCgroup
 from ._drive import ChunkCallback, SyncChunkCallback, drive, drive_sync
-from ._spawn import Child, Spawner, launch, launch_async, launch_sync
+from ._spawn import (
+    Child,
+    ConfinementError,
+    KilledAtLaunch,
+    Spawner,
+    launch,
+    launch_async,
+    launch_sync,
+)
 from ._supervise import Events, Outcome, Output, Request, supervise
 
 __all__ = [
     "RESOURCE_ERRNOS",
     "launch_error",
+    "refusal",
     "resource_error",
     "run_invocation",
     "run_invocation_sync",
@@ -49,6 +58,12 @@ def _reason(exc: OSError) -> str:
 
 def resource_error(exc: OSError) -> LaunchError:
     """The refusal for a launch that failed because the host ran out of resources."""
+    if isinstance(exc, KilledAtLaunch):
+        return LaunchError(
+            "the program was started, but this process ran out of resources to supervise it: "
+            f"{_reason(exc)}; it was killed at once, and a later call may succeed",
+            "/command",
+        )
     return LaunchError(
         f"the program could not be started: this process ran out of resources: {_reason(exc)}; "
         "nothing ran, and a later call may succeed",
@@ -56,15 +71,35 @@ def resource_error(exc: OSError) -> LaunchError:
     )
 
 
-def launch_error(exc: OSError, cwd: str, directory_pointer: str) -> LaunchError:
+def refusal(exc: OSError) -> HandleError | None:
+    """The error for a launch that failed for a reason that is not the program's:
+    the sandbox could not be applied, the host ran out of something, or the
+    child could not be supervised and was killed at once. None otherwise."""
+    if isinstance(exc, ConfinementError):
+        return SandboxError(f"the sandbox could not be applied ({_reason(exc)}); nothing ran")
+    if exc.errno in RESOURCE_ERRNOS:
+        return resource_error(exc)
+    if isinstance(exc, KilledAtLaunch):
+        return LaunchError(
+            f"the program was started, but could not be supervised ({_reason(exc)}); "
+            "it was killed at once",
+            "/command",
+        )
+    return None
+
+
+def launch_error(exc: OSError, cwd: str, directory_pointer: str) -> HandleError:
     """The refusal for a launch that failed after every check passed.
 
     The checks ran before launch, so the world changed in between (a removed
-    directory or executable, a lost permission) or the host ran out of
-    something. The message says which, and points at the field concerned.
+    directory or executable, a lost permission), the host ran out of
+    something, or the sandbox could not be applied. The message says which,
+    and points at the field concerned. The one place where an OSError from a
+    launch becomes an error of ours (plans use :func:`refusal`).
     """
-    if exc.errno in RESOURCE_ERRNOS:
-        return resource_error(exc)
+    refused = refusal(exc)
+    if refused is not None:
+        return refused
     if exc.filename == cwd:
         return LaunchError(
             f"the directory could not be entered at launch ({_reason(exc)}); "
@@ -151,9 +186,18 @@ class _HandleRun:
             self.cgroup.discard()
             self.cgroup = None
 
-    def launch_failed(self, exc: OSError) -> LaunchError:
+    def launch_failed(self, exc: OSError) -> HandleError:
         self.close_all()
         return launch_error(exc, self.invocation.cwd, "/directory")
+
+    def tell_started(self, child: Child, on_started: Callable[[int], None]) -> None:
+        """Tell ``on_started``; if it raises, nothing of the call is left."""
+        try:
+            on_started(child.pid)
+        except BaseException:
+            child.finish()
+            self.close_all()
+            raise
 
     def supervise(self, child: Child, stream: bool) -> Generator[Request, Events, Outcome]:
         _close(self.theirs)
@@ -243,12 +287,14 @@ async def run_invocation(
     except OSError as exc:
         raise run.launch_failed(exc) from None
     except BaseException:
-        run.close_all()
+        run.close_all()  # the launch is over, and its child gone
         raise
-    supervisor = run.supervise(child, on_chunk is not None)
     if on_started is not None:
-        on_started(child.pid)
-    return run.result(await drive(supervisor, on_chunk))
+        run.tell_started(child, on_started)
+    try:
+        return run.result(await drive(run.supervise(child, on_chunk is not None), on_chunk))
+    except KilledAtLaunch as exc:
+        raise launch_error(exc, invocation.cwd, "/directory") from None
 
 
 def run_invocation_sync(
@@ -268,10 +314,12 @@ def run_invocation_sync(
         child = launch_sync(run.launch, invocation.no_new_privs, confined)
     except OSError as exc:
         raise run.launch_failed(exc) from None
-    except BaseException:
+    except BaseException:  # Ctrl-C: the launch is over, and its child gone
         run.close_all()
         raise
-    supervisor = run.supervise(child, on_chunk is not None)
     if on_started is not None:
-        on_started(child.pid)
-    return run.result(drive_sync(supervisor, on_chunk))
+        run.tell_started(child, on_started)
+    try:
+        return run.result(drive_sync(run.supervise(child, on_chunk is not None), on_chunk))
+    except KilledAtLaunch as exc:
+        raise launch_error(exc, invocation.cwd, "/directory") from None

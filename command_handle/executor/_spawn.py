@@ -22,7 +22,9 @@ import _thread
 import asyncio
 import contextlib
 import ctypes
+import errno
 import functools
+import logging
 import os
 import queue
 import resource
@@ -31,7 +33,7 @@ import subprocess
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sniffio
 
@@ -40,6 +42,8 @@ from ._cgroup import CallCgroup
 
 __all__ = [
     "Child",
+    "ConfinementError",
+    "KilledAtLaunch",
     "Spawner",
     "adopt_orphans",
     "launch",
@@ -50,6 +54,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+log = logging.getLogger("command_handle")
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_GET_CHILD_SUBREAPER = 37
 _IDLE_SECONDS = 30.0  # a spawner thread with nothing to do for this long ends
@@ -57,14 +62,28 @@ _IDLE_SECONDS = 30.0  # a spawner thread with nothing to do for this long ends
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 
 
+class KilledAtLaunch(OSError):
+    """The child started, but what it needs to be supervised (its exit descriptor,
+    its limits, the supervisor's epoll set) could not be had; it was killed and
+    reaped, with its group, before this was raised."""
+
+
+class ConfinementError(OSError):
+    """A spawner thread could not confine itself (``no_new_privs``, Landlock), so
+    it starts nothing: every launch submitted to it gets this."""
+
+
 class Child:
     """A started child: its pid, the descriptor that becomes readable when it
     exits, and its status once reaped. ``popen`` is set when ``subprocess``
-    started it (then Popen does the reaping, so it never reaps a pid twice)."""
+    started it (then Popen does the reaping, so it never reaps a pid twice).
+    ``watch=False`` leaves the descriptor to :meth:`watch`."""
 
     __slots__ = ("_lock", "_notify_write", "_returncode", "cgroup", "exit_fd", "pid", "popen")
 
-    def __init__(self, pid: int, popen: subprocess.Popen[bytes] | None = None) -> None:
+    def __init__(
+        self, pid: int, popen: subprocess.Popen[bytes] | None = None, watch: bool = True
+    ) -> None:
         self.popen = popen
         self.pid = pid
         self.cgroup: CallCgroup | None = None  # set by the caller when the policy asks
@@ -72,14 +91,27 @@ class Child:
         self._lock = threading.Lock()
         self._notify_write = -1
         self.exit_fd = -1
+        if watch:
+            self.watch()
+
+    def watch(self) -> None:
+        """Open ``exit_fd``. Raises OSError when the system refuses (EMFILE)."""
         if _HAS_PIDFD:
             try:
                 self.exit_fd = os.pidfd_open(self.pid)
                 return
-            except OSError:
-                pass  # a kernel or sandbox without pidfd_open: fall back to a thread
-        self.exit_fd, self._notify_write = os.pipe()
-        threading.Thread(target=self._wait_in_thread, daemon=True).start()
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+                    raise  # a pipe would be refused alike
+                # a kernel or sandbox without pidfd_open: fall back to a thread
+        read_end, self._notify_write = os.pipe()
+        try:
+            threading.Thread(target=self._wait_in_thread, daemon=True).start()
+        except BaseException:
+            os.close(read_end)
+            os.close(self._notify_write)
+            raise
+        self.exit_fd = read_end
 
     def _wait_in_thread(self) -> None:
         self.reap()
@@ -110,10 +142,26 @@ class Child:
         self.signal_group(signal.SIGKILL)
 
     def close(self) -> None:
-        try:  # noqa: SIM105 - every call passes here; suppress() costs more
-            os.close(self.exit_fd)
-        except OSError:
-            pass
+        """Close ``exit_fd`` (once: a second close could hit a reused number)."""
+        fd, self.exit_fd = self.exit_fd, -1
+        if fd >= 0:
+            try:  # noqa: SIM105 - every call passes here; suppress() costs more
+                os.close(fd)
+            except OSError:
+                pass
+
+    def finish(self) -> None:
+        """Leave nothing of the child: kill its group unless it was reaped, reap
+        it, close ``exit_fd``, kill its cgroup, and reap the members of its group
+        that were reparented to us. The end of every child's supervision, and of
+        a launch nobody will supervise."""
+        if self.returncode is None:
+            self.kill_group()
+            self.reap()
+        self.close()
+        if self.cgroup is not None:  # also what left the process group
+            self.cgroup.kill()
+        adopt_orphans(self.pid)
 
 
 def launch(
@@ -134,7 +182,8 @@ def launch(
     share ours). ``limits`` are ``(RLIMIT_*, value)`` pairs set on the child
     with prlimit as soon as it exists (a ``preexec_fn`` would set them before
     exec, but forces fork). Raises OSError when the system refuses; nothing is
-    left running.
+    left running: a failure once the child exists (no descriptor to watch it,
+    a limit refused) kills and reaps it, and raises :class:`KilledAtLaunch`.
     """
     streams = (stdin, stdout, stderr)
     if (
@@ -142,31 +191,61 @@ def launch(
         and _posix_spawn.available()
         and all(fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in streams)
     ):
-        child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams))
+        child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams), watch=False)
     else:
-        # Without glibc's extensions subprocess does the same, more slowly. With a
-        # cgroup the child must be inside before its program runs, or it could fork
-        # out first: it moves itself (writing "0" to cgroup.procs, opened before the
-        # launch) between fork and exec, which needs fork (docs/sandbox.md).
-        procs = cgroup.procs if cgroup is not None else -1
-        popen = subprocess.Popen(
-            list(argv),
-            executable=executable,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=(lambda: os.write(procs, b"0") and None) if cgroup is not None else None,
-        )
-        child = Child(popen.pid, popen)
-        child.cgroup = cgroup
-    for kind, value in limits:
-        with contextlib.suppress(ProcessLookupError):  # it has already exited
-            resource.prlimit(child.pid, kind, (value, value))
+        child = start_popen(argv, executable, env, cwd, streams, cgroup)
+    _watch(child, limits)
     return child
+
+
+def start_popen(
+    argv: Sequence[str],
+    executable: str,
+    env: dict[str, str],
+    cwd: str,
+    streams: Sequence[int | None],
+    cgroup: CallCgroup | None = None,
+) -> Child:
+    """The launch through ``subprocess``, not yet watched (see :func:`launch`).
+
+    Without glibc's extensions subprocess does what posix_spawn does, more
+    slowly. With a cgroup the child must be inside before its program runs, or
+    it could fork out first: it moves itself (writing "0" to cgroup.procs,
+    opened before the launch) between fork and exec, which needs fork
+    (docs/sandbox.md).
+    """
+    procs = cgroup.procs if cgroup is not None else -1
+    popen = subprocess.Popen(
+        list(argv),
+        executable=executable,
+        stdin=streams[0],
+        stdout=streams[1],
+        stderr=streams[2],
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=(lambda: os.write(procs, b"0") and None) if cgroup is not None else None,
+    )
+    child = Child(popen.pid, popen, watch=False)
+    child.cgroup = cgroup
+    return child
+
+
+def _watch(child: Child, limits: Sequence[tuple[int, int]]) -> None:
+    """Open the child's exit descriptor and set its limits. When the system
+    refuses, nobody could supervise the child, so it must not run on: it is
+    killed and reaped, and :class:`KilledAtLaunch` raised."""
+    try:
+        child.watch()
+        for kind, value in limits:
+            with contextlib.suppress(ProcessLookupError):  # it has already exited
+                resource.prlimit(child.pid, kind, (value, value))
+    except BaseException as exc:
+        child.finish()
+        if isinstance(exc, OSError):
+            raise KilledAtLaunch(exc.errno, exc.strerror or str(exc)) from exc
+        raise
 
 
 @functools.cache
@@ -180,24 +259,81 @@ def set_no_new_privs() -> None:
         raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
 
 
-class _Job:
-    __slots__ = ("error", "function", "value", "wake")
+# A job's hand-over between its caller and the spawner thread (the lock guards it).
+_PENDING, _FINISHED, _UNDONE = range(3)
+_handover = threading.Lock()
 
-    def __init__(self, function: Callable[[], object], wake: Callable[[], None]) -> None:
+
+class _Job:
+    """A function to run on a spawner thread, and how its caller gets the result.
+
+    A launch cannot be taken back. When the caller gives up before the result
+    reaches it (Ctrl-C, its coroutine closed, its loop gone), ``undo`` gets the
+    value once the function has returned (it kills the child), exactly once.
+    """
+
+    __slots__ = ("error", "function", "state", "undo", "value", "waiter", "wake")
+
+    def __init__(
+        self,
+        function: Callable[[], object],
+        wake: Callable[[], None],
+        undo: Callable[[Any], None] | None,
+    ) -> None:
         self.function = function
         self.wake = wake  # how the caller learns it is done: a lock, or its event loop
+        self.undo = undo
         self.value: object = None
         self.error: BaseException | None = None
+        self.state = _PENDING
+        self.waiter: _thread.LockType | None = None  # a caller that gave up waits on it
 
-    def run(self, failure: BaseException | None) -> None:
-        if failure is not None:
-            self.error = failure
+    def run(self, failure: OSError | None) -> None:
+        if failure is not None:  # a fresh error per job: each raise adds to its traceback
+            self.error = ConfinementError(failure.errno, failure.strerror or str(failure))
         else:
             try:
                 self.value = self.function()
             except BaseException as exc:  # handed to the caller
                 self.error = exc
-        self.wake()
+        with _handover:
+            self.state = _FINISHED
+            waiter = self.waiter
+        if waiter is not None:
+            waiter.release()  # the caller gave up and undoes the launch itself
+            return
+        try:
+            self.wake()
+        except BaseException:  # the caller's loop is closed, or its run is over
+            self.undo_once()  # nobody else will: the child must not run unsupervised
+
+    def abandon(self) -> None:
+        """The caller gives up: wait until the function has returned (it may be
+        launching with descriptors the caller would close), then undo it."""
+        with _handover:
+            waiter = None
+            if self.state == _PENDING:
+                waiter = self.waiter = _thread.allocate_lock()
+                waiter.acquire()
+        if waiter is not None:
+            while True:
+                try:
+                    waiter.acquire()
+                    break
+                except BaseException:  # another Ctrl-C: the launch still ends first
+                    continue
+        self.undo_once()
+
+    def undo_once(self) -> None:
+        with _handover:
+            if self.state == _UNDONE:
+                return
+            self.state = _UNDONE
+        if self.error is None and self.undo is not None:
+            try:
+                self.undo(self.value)
+            except Exception:  # a spawner thread must survive; the caller may not exist
+                log.exception("undoing an abandoned launch failed")
 
     def result(self) -> object:
         if self.error is not None:
@@ -236,11 +372,15 @@ class Spawner:
         failure: OSError | None = None
         try:
             self._setup()
-        except OSError as exc:
-            failure = exc  # every launch refused: no child without the flag
+        except Exception as exc:  # every launch refused: no child without its confinement
+            failure = exc if isinstance(exc, OSError) else OSError(None, str(exc))
         _posix_spawn.keep_file_actions(True)
         try:
             self._serve_jobs(failure)
+        except BaseException:  # not expected; a later call must still get a thread
+            with self._lock:
+                self._threads -= 1
+            raise
         finally:
             _posix_spawn.keep_file_actions(False)
 
@@ -271,31 +411,49 @@ class Spawner:
             name = f"command-handle-spawner-{self._threads}"
             threading.Thread(target=self._serve, name=name, daemon=True).start()
 
-    def call(self, function: Callable[[], T]) -> T:
-        """Run ``function`` on a spawner thread; block until it returns."""
+    def call(self, function: Callable[[], T], undo: Callable[[T], None] | None = None) -> T:
+        """Run ``function`` on a spawner thread; block until it returns.
+
+        Interrupted (Ctrl-C), it still waits for ``function`` to return, hands
+        the value to ``undo``, and then raises: the caller never frees what the
+        launch may still be using.
+        """
         done = _thread.allocate_lock()
         done.acquire()
-        job = _Job(function, done.release)
+        job = _Job(function, done.release, undo)
         self._submit(job)
-        done.acquire()
-        return job.result()  # type: ignore[return-value]
+        try:
+            done.acquire()
+            return job.result()  # type: ignore[return-value]
+        except BaseException:  # also Ctrl-C as it returns: the child is then undone
+            job.abandon()
+            raise
 
-    async def call_async(self, function: Callable[[], T]) -> T:
+    async def call_async(
+        self, function: Callable[[], T], undo: Callable[[T], None] | None = None
+    ) -> T:
         """Run ``function`` on a spawner thread; await it under trio or asyncio.
 
         The wait is shielded: a launch cannot be taken back, so a cancelled
         caller still receives the child (and kills it) rather than orphaning it.
+        A caller whose coroutine is closed meanwhile waits for ``function`` and
+        hands its value to ``undo``; one whose loop is gone when the spawner
+        thread tries to wake it has the spawner thread do that.
         """
         if sniffio.current_async_library() == "trio":
             import trio
 
             task = trio.lowlevel.current_task()
             token = trio.lowlevel.current_trio_token()
-            job = _Job(function, lambda: token.run_sync_soon(trio.lowlevel.reschedule, task))
+            job = _Job(function, lambda: token.run_sync_soon(trio.lowlevel.reschedule, task), undo)
             self._submit(job)
-            # Abort.FAILED: a cancellation waits for the launch, and is delivered at
-            # the caller's next checkpoint, once the child is supervised.
-            await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+            try:
+                # Abort.FAILED: a cancellation waits for the launch, and is delivered
+                # at the caller's next checkpoint, once the child is supervised.
+                await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+            except BaseException:
+                job.abandon()
+                raise
         else:
             loop = asyncio.get_running_loop()
             future: asyncio.Future[None] = loop.create_future()
@@ -307,14 +465,18 @@ class Spawner:
             def wake() -> None:
                 loop.call_soon_threadsafe(resolve)
 
-            job = _Job(function, wake)
+            job = _Job(function, wake, undo)
             self._submit(job)
             cancelled: asyncio.CancelledError | None = None
-            while not future.done():
-                try:
-                    await asyncio.shield(future)
-                except asyncio.CancelledError as exc:
-                    cancelled = exc  # the launch finishes first; the child is then ours
+            try:
+                while not future.done():
+                    try:
+                        await asyncio.shield(future)
+                    except asyncio.CancelledError as exc:
+                        cancelled = exc  # the launch finishes first; the child is then ours
+            except BaseException:  # the coroutine is closed: it will never get the child
+                job.abandon()
+                raise
             current = asyncio.current_task()
             if cancelled is not None and current is not None:
                 # Delivered at the caller's next await, once the child is supervised,
@@ -333,9 +495,10 @@ spawner = Spawner(set_no_new_privs)
 def _forget_the_thread() -> None:
     """A forked child has none of its parent's threads: spawners and the reaper
     start afresh there."""
-    global _reaper_started, _orphans_lock
+    global _reaper_started, _orphans_lock, _handover
     for each in list(_SPAWNERS):
         each._forget_threads()
+    _handover = threading.Lock()  # a thread of the parent may have held it
     _reaper_started = False
     _orphans_lock = threading.Lock()
     _orphan_groups.clear()
@@ -350,19 +513,22 @@ def _chosen(no_new_privs: bool, confined: Spawner | None) -> Spawner | None:
     return spawner if no_new_privs else None  # the module's current one (see fork)
 
 
-def launch_sync(start: Callable[[], T], no_new_privs: bool, confined: Spawner | None = None) -> T:
+def launch_sync(
+    start: Callable[[], Child], no_new_privs: bool, confined: Spawner | None = None
+) -> Child:
     """Run a launch: on a sandbox profile's spawner (``confined``), else on the
-    ``no_new_privs`` spawner, else (``Policy.allow_setuid``) in this thread."""
+    ``no_new_privs`` spawner, else (``Policy.allow_setuid``) in this thread.
+    When this raises, no child of the launch is left, and the launch is over."""
     chosen = _chosen(no_new_privs, confined)
-    return chosen.call(start) if chosen is not None else start()
+    return chosen.call(start, Child.finish) if chosen is not None else start()
 
 
 async def launch_async(
-    start: Callable[[], T], no_new_privs: bool, confined: Spawner | None = None
-) -> T:
+    start: Callable[[], Child], no_new_privs: bool, confined: Spawner | None = None
+) -> Child:
     """The same under trio or asyncio."""
     chosen = _chosen(no_new_privs, confined)
-    return await chosen.call_async(start) if chosen is not None else start()
+    return await chosen.call_async(start, Child.finish) if chosen is not None else start()
 
 
 # -- orphans, when this process is PID 1 or a child subreaper ------------------------

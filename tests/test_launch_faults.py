@@ -1,0 +1,390 @@
+"""A launch cannot be half done: whatever fails or interrupts a call around
+its launch (Ctrl-C, running out of descriptors just after the spawn, a
+callback that raises, an event loop that is gone, a sandbox that could not be
+applied), the call ends with no child running and no descriptor left open,
+and the error says what happened. Checked with the process table and
+/proc/self/fd, never with our own bookkeeping."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import gc
+import os
+import resource
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from command_handle import CommandHandle, Executor, LaunchError, Policy, SandboxError, utcp
+from command_handle.executor import _cgroup, _spawn
+from command_handle.executor._interpreter import run_plan
+from command_handle.executor._process import run_invocation, run_invocation_sync
+from command_handle.form import escape
+from command_handle.handle import Invocation
+
+from .processes import (
+    alive,
+    children,
+    descriptors_exhausted,
+    open_fds,
+    python_handle,
+    unprivileged,
+    wait_dead,
+)
+
+# A child that says so on stdout, starts a grandchild in its group, records
+# the grandchild's pid in the file named by its first argument, then sleeps.
+SLEEPER = (
+    "import subprocess, sys, time\n"
+    "print('started', flush=True)\n"
+    "kid = subprocess.Popen(['sleep', '300'])\n"
+    "open(sys.argv[1], 'w').write(str(kid.pid))\n"
+    "time.sleep(300)\n"
+)
+QUIET = {"stdout": "ignore", "stderr": "ignore"}
+
+
+def sleeper(pidfile: Path, **fields: Any) -> Invocation:
+    handle = python_handle(SLEEPER, arguments=["-c", escape(SLEEPER), str(pidfile)], **fields)
+    return handle.render(None, Policy(kill_grace=0.2))
+
+
+def left_over() -> list[int]:
+    """Our children still there after a moment; they are killed and reaped, so
+    a failing test leaves nothing to the next one."""
+    deadline = time.monotonic() + 5
+    while children() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    found = children()
+    for pid in found:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return found
+
+
+@contextmanager
+def nothing_left_behind() -> Iterator[None]:
+    """Assert that the block leaves no child process and no descriptor open
+    (what a failing block leaves is killed all the same)."""
+    fds = open_fds()
+    try:
+        yield
+    finally:
+        found = left_over()
+    assert found == []
+    assert open_fds() == fds
+
+
+def interrupt_main_thread_after(seconds: float, when: Callable[[], bool] = lambda: True) -> None:
+    """Ctrl-C, as the terminal delivers it: SIGINT to the main thread, after
+    ``seconds`` and once ``when()`` holds (checked for up to 30 s)."""
+    assert threading.current_thread() is threading.main_thread()
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt() -> None:
+        time.sleep(seconds)
+        deadline = time.monotonic() + 30
+        while not when() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+
+
+@contextmanager
+def spawner_busy(spawner: _spawn.Spawner) -> Iterator[threading.Event]:
+    """Every thread ``spawner`` may have runs a job that waits for the yielded
+    event, so a launch submitted meanwhile waits in the queue behind them."""
+    gate = threading.Event()
+    holders: list[threading.Thread] = []
+    try:
+        for _ in range(spawner._size):
+            running = threading.Event()
+
+            def hold(running: threading.Event = running) -> None:
+                running.set()
+                gate.wait(30)
+
+            holder = threading.Thread(target=spawner.call, args=(hold,), daemon=True)
+            holder.start()
+            holders.append(holder)
+            assert running.wait(5), "a holding job did not start"
+        yield gate
+    finally:
+        gate.set()
+        for holder in holders:
+            holder.join(5)
+
+
+def grandchild(pidfile: Path) -> int | None:
+    text = pidfile.read_text() if pidfile.exists() else ""
+    return int(text) if text else None
+
+
+# -- 1. Ctrl-C ------------------------------------------------------------------------
+
+
+def test_ctrl_c_while_the_launch_waits_for_a_spawner_thread(tmp_path: Path) -> None:
+    """Ctrl-C arrives while the call waits for its launch (queued behind other
+    launches). The child's pipe ends stay open until the launch is over, so a
+    file the application opens next never receives the child's output; the
+    child is killed and reaped before KeyboardInterrupt reaches the caller."""
+    pidfile = tmp_path / "pid"
+    invocation = sleeper(pidfile)
+    mine = [tmp_path / f"mine-{index}" for index in range(6)]
+    with nothing_left_behind(), spawner_busy(_spawn.spawner) as gate:
+        opener = threading.Timer(0.6, gate.set)  # the queued launch then runs
+        opener.start()
+        interrupt_main_thread_after(0.2)
+        with pytest.raises(KeyboardInterrupt):
+            Executor().run_sync(invocation)
+        # The application goes on and opens files: any number the call used
+        # may come back. None of them may become the child's stdout.
+        files = [path.open("wb") for path in mine]
+        opener.join()
+        time.sleep(0.5)  # a child left running has printed by now
+        for file in files:
+            file.close()
+        assert [path.read_bytes() for path in mine] == [b""] * len(mine)
+    kid = grandchild(pidfile)
+    assert kid is None or wait_dead([kid]) == []
+
+
+def test_ctrl_c_while_a_sync_call_waits_for_its_child(tmp_path: Path) -> None:
+    """Ctrl-C during the wait kills the child's whole group and reaps the child
+    before KeyboardInterrupt reaches the caller."""
+    pidfile = tmp_path / "pid"
+    invocation = sleeper(pidfile)
+    with nothing_left_behind():
+        interrupt_main_thread_after(0.1, lambda: grandchild(pidfile) is not None)
+        with pytest.raises(KeyboardInterrupt):
+            Executor().run_sync(invocation)
+        assert children() == []  # reaped before the exception was raised
+    kid = grandchild(pidfile)
+    assert kid is not None
+    assert wait_dead([kid], 1) == [], "the grandchild outlived the call"
+
+
+# -- 2. the system refuses something right after the spawn ---------------------------
+
+
+@pytest.mark.parametrize("free", [0, 1], ids=["pidfd", "epoll"])
+def test_out_of_descriptors_right_after_the_spawn(tmp_path: Path, free: int) -> None:
+    """With no descriptor to spare the child is started (it needs none of ours)
+    but cannot be watched: no pidfd (``free=0``) or no epoll set (``free=1``).
+    It is killed and reaped, and the error says it was started and killed
+    rather than that nothing ran."""
+    invocation = sleeper(tmp_path / "pid", io=QUIET)
+    executor = Executor()
+    with (
+        nothing_left_behind(),
+        descriptors_exhausted(spare=free),
+        pytest.raises(LaunchError) as caught,
+    ):
+        executor.run_sync(invocation)
+    message = str(caught.value)
+    assert "EMFILE" in message and "killed" in message, message
+    assert "nothing ran" not in message, message
+    assert executor.call_sync(python_handle("print('again')")).stdout == "again\n"
+
+
+def _limit_refused_scenario() -> dict[str, Any]:
+    """As an unprivileged user whose CPU limit is capped: a policy limit above
+    the cap cannot be set on the child (prlimit: EPERM) once it runs."""
+    resource.setrlimit(resource.RLIMIT_CPU, (1000, 1000))
+    handle = CommandHandle.load(
+        {"name": "s", "handle": "command", "command": "sleep", "arguments": ["300"]}
+    )
+    try:
+        Executor(Policy(max_cpu_seconds=5000)).call_sync(handle)
+        outcome = "ran"
+    except LaunchError as exc:
+        outcome = str(exc)
+    return {"outcome": outcome, "left": left_over()}
+
+
+def test_a_limit_the_kernel_refuses_after_the_spawn_kills_the_child() -> None:
+    seen = unprivileged(_limit_refused_scenario)
+    assert seen["left"] == [], "the child ran on without its limit, unsupervised"
+    assert "killed" in seen["outcome"] and "EPERM" in seen["outcome"], seen
+    assert "nothing ran" not in seen["outcome"], seen
+
+
+# -- 3. a callback that raises ---------------------------------------------------------
+
+
+class Refused(Exception):
+    pass
+
+
+def refuse(pid: int, program: str) -> None:
+    raise Refused(pid)
+
+
+@pytest.mark.parametrize("backend", ["sync", "trio", "asyncio"])
+def test_an_on_started_callback_that_raises(tmp_path: Path, backend: str) -> None:
+    """The child is killed and reaped, every descriptor closed, and the
+    callback's exception reaches the caller."""
+    pidfile = tmp_path / "pid"
+    invocation = sleeper(pidfile, io={"stdin": "data"})
+    executor = Executor()
+    with nothing_left_behind():
+        with pytest.raises(Refused) as caught:
+            if backend == "sync":
+                executor.run_sync(invocation, on_started=refuse)
+            elif backend == "trio":
+                trio.run(lambda: executor.run(invocation, on_started=refuse))
+            else:
+                asyncio.run(executor.run(invocation, on_started=refuse))
+        pid = caught.value.args[0]
+        assert not alive(pid)
+
+
+def test_an_on_started_callback_that_raises_in_a_plan(tmp_path: Path) -> None:
+    """The same for a plan's step: its child is killed, its pipes closed."""
+    plan = utcp.translate(
+        {"call_template_type": "cli", "commands": [{"command": "sleep 300 | cat"}]}
+    )
+    started: list[int] = []
+
+    def refuse_second(pid: int, program: str) -> None:
+        started.append(pid)
+        if len(started) == 2:
+            raise Refused(pid)
+
+    # The callback's exception reaches the caller (in the pipeline's group).
+    with nothing_left_behind(), pytest.raises((Refused, BaseExceptionGroup)) as caught:
+        executor = Executor()
+        prepared = utcp.prepare_plan(plan, {}, policy=executor.policy)
+        trio.run(lambda: executor.run(prepared, on_started=refuse_second))
+    error = caught.value
+    assert isinstance(error, Refused) or (
+        isinstance(error, BaseExceptionGroup) and error.subgroup(Refused) is not None
+    ), error
+    assert len(started) == 2 and not any(alive(pid) for pid in started)
+
+
+# -- 4. a caller that can no longer be woken ------------------------------------------
+
+
+def test_a_spawner_thread_survives_a_caller_whose_loop_closed(tmp_path: Path) -> None:
+    """An asyncio caller's loop closes while its launch waits in the queue: the
+    spawner thread cannot wake it (RuntimeError from the closed loop). The
+    thread kills and reaps the child nobody will supervise, and goes on: later
+    launches through the same spawner run."""
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs, size=1)
+    pidfile = tmp_path / "pid"
+    with nothing_left_behind():
+        loop = asyncio.new_event_loop()
+        with spawner_busy(spawner):
+            task = loop.create_task(run_invocation(sleeper(pidfile), confined=spawner))
+            loop.run_until_complete(asyncio.sleep(0.1))  # the call now waits for its launch
+            loop.close()
+        # The holding job is done; the abandoned launch runs and cannot wake its caller.
+        results: list[str] = []
+        later = python_handle("print('later')").render()
+        thread = threading.Thread(
+            target=lambda: results.append(str(run_invocation_sync(later, confined=spawner).stdout)),
+            daemon=True,
+        )
+        thread.start()
+        thread.join(10)
+        assert results == ["later\n"], "the spawner no longer launches"
+        kid = grandchild(pidfile)
+        assert kid is None or wait_dead([kid]) == []
+        assert left_over() == [], "the abandoned launch's child runs unsupervised"
+        del task  # its coroutine is closed: the call's own descriptors close
+        gc.collect()
+
+
+# -- 5. cgroup.kill --------------------------------------------------------------------
+
+
+def test_the_cgroup_check_reports_a_hierarchy_without_cgroup_kill(tmp_path: Path) -> None:
+    """A cgroup made under the base must have ``cgroup.kill``. A directory laid
+    out like a cgroup root (it has ``cgroup.procs``) but whose new cgroups have
+    no ``cgroup.kill`` is refused."""
+    (tmp_path / "cgroup.procs").write_text("")
+    why = _cgroup._check(str(tmp_path), "/")[1]
+    assert "cgroup.kill" in why, why
+    assert list(tmp_path.iterdir()) == [tmp_path / "cgroup.procs"]  # no probe left
+
+
+def _v1_hierarchy() -> str | None:
+    with open("/proc/self/mounts") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if fields[2] == "cgroup" and "pids" in fields[3].split(","):
+                return fields[1]
+    return None
+
+
+def test_the_cgroup_check_on_real_hierarchies() -> None:
+    """The v2 root cgroup never has ``cgroup.kill`` itself, but the cgroups made
+    under it do: accepted. A v1 hierarchy has ``cgroup.procs`` and no
+    ``cgroup.kill``: refused."""
+    if os.geteuid() != 0:
+        pytest.skip("making cgroups needs root here")
+    base, why = _cgroup._base()
+    assert base is not None, why
+    v1 = _v1_hierarchy()
+    if v1 is None:
+        pytest.skip("no cgroup v1 pids hierarchy mounted")
+    before = set(os.listdir(v1))
+    refused, why = _cgroup._check(v1, "/")
+    assert refused is None and "cgroup.kill" in why, why
+    assert set(os.listdir(v1)) == before
+
+
+# -- 6. a sandbox that could not be applied -------------------------------------------
+
+
+def test_a_sandbox_that_cannot_be_applied_is_a_sandbox_error(tmp_path: Path) -> None:
+    """The spawner thread could not confine itself (Landlock or no_new_privs
+    refused): every launch through it is refused with SandboxError, and
+    nothing runs."""
+
+    def setup() -> None:
+        raise OSError(errno.EPERM, "landlock_restrict_self: Operation not permitted")
+
+    confined = _spawn.Spawner(setup)
+    marker = tmp_path / "ran"
+    handle = python_handle(f"open({str(marker)!r}, 'w')")
+    with nothing_left_behind():
+        for _attempt in range(2):
+            with pytest.raises(SandboxError) as caught:
+                run_invocation_sync(handle.render(), confined=confined)
+            message = str(caught.value)
+            assert "could not be applied" in message and "nothing ran" in message, message
+            assert "landlock_restrict_self" in message, message
+    assert not marker.exists()
+
+
+def test_a_sandbox_that_cannot_be_applied_in_a_plan(tmp_path: Path) -> None:
+    """A plan's step launched through such a spawner: SandboxError, not a
+    program that 'cannot execute'."""
+
+    def setup() -> None:
+        raise OSError(errno.EPERM, "landlock_restrict_self: Operation not permitted")
+
+    confined = _spawn.Spawner(setup)
+    marker = tmp_path / "ran"
+    plan = utcp.translate(
+        {"call_template_type": "cli", "commands": [{"command": f"touch {marker}"}]}
+    )
+    prepared = utcp.prepare_plan(plan, {}, policy=Policy())
+    assert prepared.plan is not None
+    env = prepared.plan.env
+    with nothing_left_behind(), pytest.raises(SandboxError) as caught:
+        trio.run(lambda: run_plan(prepared, env, lambda: None, confined))
+    assert "could not be applied" in str(caught.value), str(caught.value)
+    assert not marker.exists()
