@@ -35,6 +35,12 @@ CONTROL_FLOW = {
     # a Toolbox call's refusal inside its flow: the flow's one boundary turns it
     # into an is_error result (tests/test_toolbox.py, test_one_run_path.py).
     "command_handle.toolbox._toolbox._Refusal",
+    # OSErrors a launch raises inside the executor, which turns each into the
+    # caller's refusal in one place (_process.refusal): a spawner that could not
+    # confine itself is a SandboxError, a child killed because it could not be
+    # supervised a LaunchError (tests/test_launch_faults.py shows both).
+    "command_handle.executor._spawn.ConfinementError",
+    "command_handle.executor._spawn.KilledAtLaunch",
     # raised by the object hook of _json.loads, which turns it into a JSONDecodeError.
     "command_handle._json._DuplicateKey",
     # the command line's refusals and signals: cli.main turns them into exit statuses.
