@@ -26,6 +26,7 @@ import anyio.to_thread
 from ..errors import SandboxError
 from ..policy import Policy
 from . import _bubblewrap as bubblewrap
+from . import _seccomp as seccomp
 from ._cgroup import problem as cgroup_problem
 from ._landlock import SandboxProfile, landlock_problem, restrict_self
 from ._spawn import Spawner, set_no_new_privs
@@ -42,7 +43,10 @@ def _missing(policy: Policy) -> str | None:
     """Why this kernel cannot enforce the policy's sandbox, or None."""
     if policy.sandbox_backend == "bubblewrap":
         return bubblewrap.available()
-    return landlock_problem(policy.network_allowed)
+    why = landlock_problem(policy.network_allowed)
+    if why is None and (not policy.network_allowed or policy.sandbox == "read-only"):
+        why = seccomp.problem()  # sockets and metadata Landlock cannot refuse
+    return why
 
 
 def profile_for(policy: Policy) -> SandboxProfile | None:
@@ -107,6 +111,7 @@ def spawner_for(profile: SandboxProfile) -> Spawner | None:
             def setup(profile: SandboxProfile = profile) -> None:
                 set_no_new_privs()
                 restrict_self(profile)
+                seccomp.confine(profile)
 
             spawner = _spawners[profile] = Spawner(setup)
         return spawner
