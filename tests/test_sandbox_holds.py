@@ -13,6 +13,8 @@ import os
 import shutil
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -27,7 +29,7 @@ from command_handle.executor import _bubblewrap
 from command_handle.form import escape
 
 from .conftest import Run
-from .processes import PY, python_handle, python_handle_with_argv, unprivileged
+from .processes import PY, ROOT, python_handle, python_handle_with_argv, unprivileged
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # uid 65534 cannot enter /root, where the venv's lives
 
@@ -454,3 +456,94 @@ def test_workspace_write_still_changes_metadata_in_the_workspace(tmp_path: Path)
     result = Executor(policy).call_sync(python_handle_with_argv(code, str(tmp_path)))
     assert result.stdout == "ran\n", result.stderr
     assert os.access(tmp_path / "copy.sh", os.X_OK)
+
+
+# -- finding 10: deny_read across bind mounts -----------------------------------------
+
+BIND_SCENARIO = r"""
+import json, os, subprocess, sys, tempfile
+from command_handle import Executor, Policy, SandboxError
+from command_handle.executor import _bubblewrap
+from command_handle.form import escape
+from tests.processes import python_handle
+
+base = tempfile.mkdtemp()
+os.chmod(base, 0o755)
+home = os.path.join(base, "home")
+os.makedirs(os.path.join(home, ".ssh"))
+key = os.path.join(home, ".ssh", "id")
+with open(key, "w") as f:
+    f.write("PRIVATE KEY")
+os.chmod(key, 0o644)  # readable by anyone but for deny_read
+alias, lone = os.path.join(base, "alias"), os.path.join(base, "lone")
+os.mkdir(alias)
+open(lone, "w").close()
+# An ancestor of the denied path bound elsewhere, and the key itself bound to a file.
+subprocess.run(["mount", "--bind", home, alias], check=True)
+subprocess.run(["mount", "--bind", key, lone], check=True)
+READ = (
+    "import sys\nfor p in sys.argv[1:]:\n"
+    "    try: print(open(p).read())\n    except OSError: print('denied')\n"
+)
+names = [key, os.path.join(alias, ".ssh", "id"), lone]
+backends = ["landlock"] + (["bubblewrap"] if _bubblewrap.available() is None else [])
+
+def scenario(command, user):
+    seen = {}
+    for backend in backends:
+        # A profile per user: one made by root has a TMPDIR only root may enter.
+        denied = (os.path.join(home, ".ssh"), os.path.join(base, "profile-of-" + user))
+        policy = Policy(sandbox="read-only", deny_read=denied, sandbox_backend=backend)
+        handle = python_handle(READ, command=command, arguments=["-c", escape(READ), *names])
+        result = Executor(policy).call_sync(handle)
+        seen[backend] = result.stdout.split("\n")[:-1]
+    return seen
+
+report = {"root": scenario(sys.executable, "root")}
+# A workspace that shows the denied path: Landlock cannot carve it out of a writable root.
+try:
+    Executor(Policy(sandbox="workspace-write", workspace=alias,
+                    deny_read=(os.path.join(home, ".ssh"),))).call_sync(
+        python_handle("print('ran')"))
+    report["writable_alias"] = "ran"  # the canary: nothing may run
+except SandboxError as exc:
+    report["writable_alias"] = str(exc)
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(read)
+    os.chdir("/")
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+    os.write(write, json.dumps(scenario("/usr/bin/python3", "nobody")).encode())
+    os._exit(0)
+os.close(write)
+with os.fdopen(read) as source:
+    report["unprivileged"] = json.loads(source.read())
+os.waitpid(pid, 0)
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.skipif(not ROOT_USER or shutil.which("unshare") is None, reason="needs root")
+def test_deny_read_holds_across_bind_mounts() -> None:
+    """A denied file was readable, by its own path too, once an ancestor was
+    bind-mounted elsewhere; now every name the mount table gives it is denied,
+    as root and as an unprivileged user, with both backends."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", sys.executable, "-c", BIND_SCENARIO],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    for user in ("root", "unprivileged"):
+        for backend, seen in report[user].items():
+            assert seen == ["denied"] * 3, (user, backend, seen)
+    assert "is also visible at" in report["writable_alias"]

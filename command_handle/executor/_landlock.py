@@ -20,6 +20,8 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ._mounts import exposures
+
 __all__ = ["SandboxProfile", "abi_version", "landlock_problem", "restrict_self", "support"]
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
@@ -178,7 +180,7 @@ def _add_rule(ruleset: int, path: str, rights: int) -> None:
 
 
 def _rules(profile: SandboxProfile, all_fs: int) -> Iterable[tuple[str, int]]:
-    yield from _readable("/", profile.deny_read)
+    yield from _readable("/", exposures(profile.deny_read))  # bind mounts of them too
     for device in DEVICES:
         yield device, READ_FILE | WRITE_FILE | IOCTL_DEV
     for root in (*profile.writable, profile.tmp_root):
