@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import trio
 
-from command_handle import CommandHandle, Executor, Policy
+from command_handle import CommandHandle, Executor, Policy, SandboxError
 from command_handle.executor import _bubblewrap
 from command_handle.form import escape
 
@@ -547,3 +547,39 @@ def test_deny_read_holds_across_bind_mounts() -> None:
         for backend, seen in report[user].items():
             assert seen == ["denied"] * 3, (user, backend, seen)
     assert "is also visible at" in report["writable_alias"]
+
+
+# -- where the filter cannot be loaded, and what the machine reports ------------------
+
+
+def test_a_machine_without_libseccomp_refuses_the_network_off(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without the filter, Landlock alone would let UDP and the rest through:
+    such a profile is refused and nothing runs; the network on needs no filter."""
+    from command_handle.executor import _sandbox, _seccomp
+
+    monkeypatch.setattr(_seccomp, "problem", lambda: _seccomp.WHY_NO_LIBSECCOMP)
+    marker = tmp_path / "ran"
+    handle = _handle("import sys; open(sys.argv[1], 'w')", str(marker))
+    for policy in (_policy("workspace-write", tmp_path), Policy(sandbox="read-only")):
+        executor = Executor(policy)
+        with pytest.raises(SandboxError, match="libseccomp is not installed"):
+            executor.call_sync(handle)
+        assert executor.spawned == 0 and not marker.exists()
+    assert _sandbox.profile_for(_policy("workspace-write", tmp_path, network=True)) is not None
+    ran = Executor(_policy("workspace-write", tmp_path, network=True)).call_sync(handle)
+    assert ran.exit_code == 0 and marker.exists()
+
+
+def test_the_sandbox_check_reports_the_filter() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "command_handle", "sandbox", "check"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    report = json.loads(done.stdout)
+    assert report["seccomp"] is True and report["read_only_metadata"] is True
+    assert report["network"] is True and report["deny_read_across_bind_mounts"] is True

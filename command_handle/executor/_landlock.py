@@ -128,6 +128,10 @@ def support() -> dict[str, object]:
     if 0 < abi < 4:
         report["why_network"] = WHY_NO_NETWORK_RULES
     report["abstract_unix_sockets_and_signals"] = abi >= 6
+    from ._seccomp import support as seccomp_support
+
+    seccomp_support(report)  # every socket family, and read-only metadata
+    report["deny_read_across_bind_mounts"] = abi > 0
     from ._bubblewrap import available as bubblewrap_problem
 
     problem = bubblewrap_problem()

@@ -162,16 +162,16 @@ def needed(profile: SandboxProfile) -> bool:
     return not profile.network or profile.mode == "read-only"
 
 
-def support() -> dict[str, object]:
-    """What ``command-handle sandbox check`` reports about seccomp."""
+def support(report: dict[str, object]) -> None:
+    """Add to ``command-handle sandbox check``'s report what the filter enforces:
+    the network off (every socket family, with Landlock's TCP rules) and
+    read-only metadata."""
     why = problem()
-    report: dict[str, object] = {
-        "network_every_socket_family": why is None,
-        "read_only_metadata": why is None,
-    }
+    report["seccomp"] = why is None
+    report["network"] = bool(report.get("network")) and why is None
+    report["read_only_metadata"] = why is None
     if why is not None:
         report["why_seccomp"] = why
-    return report
 
 
 def _number(lib: Any, name: str) -> int | None:
