@@ -18,6 +18,7 @@ import shutil
 import subprocess
 
 from ._landlock import SandboxProfile
+from ._mounts import exposures
 
 __all__ = ["available", "prefix"]
 
@@ -59,7 +60,7 @@ def prefix(profile: SandboxProfile, cwd: str, tmpdir: str) -> tuple[str, ...]:
     command += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for root in (*profile.writable, tmpdir):
         command += ["--bind", root, root]
-    for denied in profile.deny_read:
+    for denied in exposures(profile.deny_read):  # bind mounts of them too
         if os.path.isdir(denied):
             command += ["--tmpfs", denied]
         elif os.path.exists(denied):

@@ -20,6 +20,8 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ._mounts import exposures
+
 __all__ = ["SandboxProfile", "abi_version", "landlock_problem", "restrict_self", "support"]
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
@@ -126,6 +128,10 @@ def support() -> dict[str, object]:
     if 0 < abi < 4:
         report["why_network"] = WHY_NO_NETWORK_RULES
     report["abstract_unix_sockets_and_signals"] = abi >= 6
+    from ._seccomp import support as seccomp_support
+
+    seccomp_support(report)  # every socket family, and read-only metadata
+    report["deny_read_across_bind_mounts"] = abi > 0
     from ._bubblewrap import available as bubblewrap_problem
 
     problem = bubblewrap_problem()
@@ -178,7 +184,7 @@ def _add_rule(ruleset: int, path: str, rights: int) -> None:
 
 
 def _rules(profile: SandboxProfile, all_fs: int) -> Iterable[tuple[str, int]]:
-    yield from _readable("/", profile.deny_read)
+    yield from _readable("/", exposures(profile.deny_read))  # bind mounts of them too
     for device in DEVICES:
         yield device, READ_FILE | WRITE_FILE | IOCTL_DEV
     for root in (*profile.writable, profile.tmp_root):

@@ -26,8 +26,10 @@ import anyio.to_thread
 from ..errors import SandboxError
 from ..policy import Policy
 from . import _bubblewrap as bubblewrap
+from . import _seccomp as seccomp
 from ._cgroup import problem as cgroup_problem
 from ._landlock import SandboxProfile, landlock_problem, restrict_self
+from ._mounts import exposures
 from ._spawn import Spawner, set_no_new_privs
 
 __all__ = ["call_tmpdir", "call_tmpdir_async", "profile_for", "spawner_for"]
@@ -42,7 +44,10 @@ def _missing(policy: Policy) -> str | None:
     """Why this kernel cannot enforce the policy's sandbox, or None."""
     if policy.sandbox_backend == "bubblewrap":
         return bubblewrap.available()
-    return landlock_problem(policy.network_allowed)
+    why = landlock_problem(policy.network_allowed)
+    if why is None and (not policy.network_allowed or policy.sandbox == "read-only"):
+        why = seccomp.problem()  # sockets and metadata Landlock cannot refuse
+    return why
 
 
 def profile_for(policy: Policy) -> SandboxProfile | None:
@@ -81,6 +86,8 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
     with _lock:
         profile = _profiles.get(key)
         if profile is None:
+            if policy.sandbox_backend == "landlock":
+                _check_exposures(policy.deny_read, writable)
             root = tempfile.mkdtemp(prefix="command-handle-tmp-")
             atexit.register(shutil.rmtree, root, ignore_errors=True)
             profile = _profiles[key] = SandboxProfile(
@@ -92,6 +99,21 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
                 policy.sandbox_backend,
             )
         return profile
+
+
+def _check_exposures(denied: tuple[str, ...], writable: tuple[str, ...]) -> None:
+    """Refuse a denied path that a bind mount also shows inside a writable root:
+    Landlock grants a writable root whole, so it could not be carved out there
+    (bubblewrap mounts over it instead)."""
+    for path in denied:
+        for shown in exposures((path,)):
+            for root in writable:
+                if shown == root or shown.startswith(root.rstrip("/") + "/"):
+                    raise SandboxError(
+                        f"deny_read {path!r} is also visible at {shown!r} (a mount), inside "
+                        f"the writable {root!r}: a confined child could not be kept from "
+                        "reading it; nothing ran"
+                    )
 
 
 def spawner_for(profile: SandboxProfile) -> Spawner | None:
@@ -107,6 +129,7 @@ def spawner_for(profile: SandboxProfile) -> Spawner | None:
             def setup(profile: SandboxProfile = profile) -> None:
                 set_no_new_privs()
                 restrict_self(profile)
+                seccomp.confine(profile)
 
             spawner = _spawners[profile] = Spawner(setup)
         return spawner
