@@ -52,9 +52,12 @@ SLEEPER = (
 QUIET = {"stdout": "ignore", "stderr": "ignore"}
 
 
+QUICK = Policy(kill_grace=0.2)  # the policy the sleeper is rendered, and run, under
+
+
 def sleeper(pidfile: Path, **fields: Any) -> Invocation:
     handle = python_handle(SLEEPER, arguments=["-c", escape(SLEEPER), str(pidfile)], **fields)
-    return handle.render(None, Policy(kill_grace=0.2))
+    return handle.render(None, QUICK)
 
 
 def left_over() -> list[int]:
@@ -146,7 +149,7 @@ def test_ctrl_c_while_the_launch_waits_for_a_spawner_thread(tmp_path: Path) -> N
         opener.start()
         interrupt_main_thread_after(0.2)
         with pytest.raises(KeyboardInterrupt):
-            Executor().run_sync(invocation)
+            Executor(QUICK).run_sync(invocation)
         # The application goes on and opens files: any number the call used
         # may come back. None of them may become the child's stdout.
         files = [path.open("wb") for path in mine]
@@ -167,7 +170,7 @@ def test_ctrl_c_while_a_sync_call_waits_for_its_child(tmp_path: Path) -> None:
     with nothing_left_behind():
         interrupt_main_thread_after(0.1, lambda: grandchild(pidfile) is not None)
         with pytest.raises(KeyboardInterrupt):
-            Executor().run_sync(invocation)
+            Executor(QUICK).run_sync(invocation)
         assert children() == []  # reaped before the exception was raised
     kid = grandchild(pidfile)
     assert kid is not None
@@ -184,7 +187,7 @@ def test_out_of_descriptors_right_after_the_spawn(tmp_path: Path, free: int) -> 
     It is killed and reaped, and the error says it was started and killed
     rather than that nothing ran."""
     invocation = sleeper(tmp_path / "pid", io=QUIET)
-    executor = Executor()
+    executor = Executor(QUICK)
     with (
         nothing_left_behind(),
         descriptors_exhausted(spare=free),
@@ -236,7 +239,7 @@ def test_an_on_started_callback_that_raises(tmp_path: Path, backend: str) -> Non
     callback's exception reaches the caller."""
     pidfile = tmp_path / "pid"
     invocation = sleeper(pidfile, io={"stdin": "data"})
-    executor = Executor()
+    executor = Executor(QUICK)
     with nothing_left_behind():
         with pytest.raises(Refused) as caught:
             if backend == "sync":

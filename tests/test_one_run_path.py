@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import os
 import threading
@@ -461,3 +462,28 @@ def test_progress_lines_are_decoded_with_the_handle_s_encoding(tmp_path: Path) -
     result = trio.run(lambda: tool.call("leak", {}, on_output=collect))
     assert result.content == "using [credential]"
     assert lines == ["using [credential]"]
+
+
+def test_an_invocation_checked_under_another_policy_is_refused(tmp_path: Path) -> None:
+    """A bare Invocation carries the limits and environment rules of the Policy it
+    was rendered under: a strict executor refuses one rendered under a lenient
+    Policy, and one built by hand must carry the executor's limits."""
+    canary = tmp_path / "ran"
+    handle = CommandHandle.load(
+        {"name": "t", "handle": "command", "command": "/usr/bin/touch", "arguments": [str(canary)]}
+    )
+    strict = Executor(Policy(timeout=1, max_output=100))
+    lenient = handle.render({})  # the default Policy: 60 s, 10 MiB
+    with pytest.raises(PolicyError, match="different Policy"):
+        strict.run_sync(lenient)
+    with pytest.raises(PolicyError):
+        trio.run(strict.run, lenient)
+    forged = dataclasses.replace(handle.prepare({}), policy=strict.policy)
+    with pytest.raises(PolicyError, match="different Policy"):
+        strict.run_sync(forged)
+    by_hand = dataclasses.replace(lenient, policy=None)
+    with pytest.raises(PolicyError, match="limits"):
+        strict.run_sync(by_hand)
+    assert not canary.exists() and strict.spawned == 0
+    assert strict.run_sync(handle.render({}, strict.policy)).exit_code == 0
+    assert canary.exists()

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..policy import Policy
+
 __all__ = ["MASK", "Invocation", "MaskedView", "ShownFields", "StreamMode"]
 
 MASK = "********"  # what a credential's value is shown as
@@ -66,6 +68,27 @@ class Invocation:
     stdin_masked: bool = False
     # Set by a handle's render when a credential was given; never serialized.
     shown: MaskedView | None = field(default=None, compare=False, repr=False)
+    # The Policy it was checked under (set by render): an executor refuses to run
+    # it under another, whose limits and environment rules it does not carry.
+    policy: Policy | None = field(default=None, compare=False, repr=False)
+
+    def policy_problem(self, policy: Policy) -> str | None:
+        """Why this invocation may not run under ``policy``, or None: it was checked
+        under another Policy, or (built by hand) its limits exceed ``policy``'s."""
+        if self.policy is not None:
+            if self.policy is policy or self.policy == policy:
+                return None
+            return "it was checked under a different Policy than this executor's"
+        if (
+            self.timeout > policy.timeout
+            or self.max_output > policy.max_output
+            or self.kill_grace != policy.kill_grace
+            or (not self.no_new_privs and not policy.allow_setuid)
+            or self.limits != policy.child_limits
+            or self.cgroup != policy.cgroup_per_call
+        ):
+            return "its limits are not this executor's Policy's"
+        return None
 
     def shown_environment(self) -> dict[str, str]:
         """``env`` with each credential masked: only the credential, with ``shown``;

@@ -182,16 +182,27 @@ class Executor:
     # -- the one run path --------------------------------------------------------
 
     def _accept(self, prepared: PreparedCall[R] | Invocation) -> PreparedCall[Any]:
-        """``prepared`` as a call of this executor's policy; a bare Invocation
-        (rendered elsewhere, after an approval say) is taken as checked under it."""
+        """``prepared`` as a call of this executor's policy. A bare Invocation (one
+        rendered elsewhere, after an approval say) must have been checked under
+        an equal Policy, or, built by hand, carry this policy's limits."""
+        call: PreparedCall[Any]
         if isinstance(prepared, Invocation):
-            return PreparedCall.command(prepared, self.policy)
-        if prepared.policy is not self.policy and prepared.policy != self.policy:
+            call = PreparedCall.command(prepared, self.policy)
+        else:
+            call = prepared
+            if call.policy is not self.policy and call.policy != self.policy:
+                raise PolicyError(
+                    f"the call to {call.tool!r} was prepared under a different Policy "
+                    "than this executor's; prepare it with this executor's policy"
+                )
+        invocation = call.invocation
+        problem = None if invocation is None else invocation.policy_problem(self.policy)
+        if problem is not None:
             raise PolicyError(
-                f"the call to {prepared.tool!r} was prepared under a different Policy than "
-                "this executor's; prepare it with this executor's policy"
+                f"the call to {call.tool!r} cannot run on this executor: {problem}; "
+                "render it with this executor's policy"
             )
-        return prepared
+        return call
 
     @overload
     async def run(

@@ -394,6 +394,7 @@ class CommandHandle(BaseModel):
             no_new_privs=not policy.allow_setuid,
             limits=policy.child_limits,
             cgroup=policy.cgroup_per_call,
+            policy=policy,
             masked_environment=self._masked(env, credential, compiled),
             stdin_masked="io/stdin" in compiled.credential_fields,
             shown=None

@@ -290,6 +290,7 @@ def _legacy_invocation(
         no_new_privs=not policy.allow_setuid,
         limits=policy.child_limits,
         cgroup=policy.cgroup_per_call,
+        policy=policy,
     )
 
 
