@@ -245,6 +245,6 @@ def files_for(
     profile's; ``tmpdir``: the call's)."""
     if profile is not None and profile.backend == "bubblewrap" and tmpdir is not None:
         return _BubblewrapFiles(profile, tmpdir)
-    if spawner is not None:
+    if profile is not None and spawner is not None:
         return _LandlockFiles(spawner)
     return _UNCONFINED

@@ -85,7 +85,8 @@ def _fs_rights(abi: int) -> int:
 class SandboxProfile:
     """What a confined child may do. ``mode`` is ``"read-only"`` or
     ``"workspace-write"``; ``writable`` holds the workspace and writable roots
-    (empty in read-only mode) and the profile's temporary directory."""
+    (empty in read-only mode) and the profile's temporary directory.
+    ``keep_capabilities``: children of root keep root's capabilities."""
 
     mode: str
     writable: tuple[str, ...]
@@ -93,6 +94,7 @@ class SandboxProfile:
     network: bool
     tmp_root: str
     backend: str = "landlock"
+    keep_capabilities: bool = False
 
 
 WHY_NO_LANDLOCK = (
@@ -126,6 +128,9 @@ def support() -> dict[str, object]:
     if 0 < abi < 4:
         report["why_network"] = WHY_NO_NETWORK_RULES
     report["abstract_unix_sockets_and_signals"] = abi >= 6
+    from ._capabilities import support as capabilities_support
+
+    report.update(capabilities_support())
     from ._bubblewrap import available as bubblewrap_problem
 
     problem = bubblewrap_problem()

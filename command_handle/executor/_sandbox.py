@@ -2,11 +2,12 @@
 
 Landlock restricts a thread and what it starts, for good. So each profile
 (mode, writable roots, denied paths, network) gets spawner threads of its own
-that set ``no_new_privs`` and restrict themselves once, at start; every call
-with that profile is then launched from them at no extra cost. Each profile
-has a temporary root the children may write; each call gets a fresh
-directory in it as ``TMPDIR``, removed when the call ends: off the event loop
-for an async call, since a child may have left any number of files there.
+that set ``no_new_privs``, leave no capability to their children
+(``_capabilities``) and restrict themselves once, at start; every call with
+that profile is then launched from them at no extra cost. Each profile has a
+temporary root the children may write; each call gets a fresh directory in
+it as ``TMPDIR``, removed when the call ends: off the event loop for an async
+call, since a child may have left any number of files there.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import anyio.to_thread
 from ..errors import SandboxError
 from ..policy import Policy
 from . import _bubblewrap as bubblewrap
+from ._capabilities import drop_for_children
 from ._cgroup import problem as cgroup_problem
 from ._landlock import SandboxProfile, landlock_problem, restrict_self
 from ._spawn import Spawner, set_no_new_privs
@@ -36,6 +38,8 @@ log = logging.getLogger("command_handle")
 _lock = threading.Lock()
 _profiles: dict[tuple[object, ...], SandboxProfile] = {}
 _spawners: dict[SandboxProfile, Spawner] = {}
+# (no_new_privs, drop capabilities): the spawners of calls without a Landlock profile
+_plain_spawners: dict[tuple[bool, bool], Spawner] = {}
 
 
 def _missing(policy: Policy) -> str | None:
@@ -77,6 +81,7 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
         policy.deny_read,
         policy.network_allowed,
         policy.sandbox_backend,
+        policy.keep_capabilities,
     )
     with _lock:
         profile = _profiles.get(key)
@@ -90,22 +95,45 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
                 policy.network_allowed,
                 root,
                 policy.sandbox_backend,
+                policy.keep_capabilities,
             )
         return profile
 
 
-def spawner_for(profile: SandboxProfile) -> Spawner | None:
-    """The spawner of a Landlock profile; None for bubblewrap, whose children
-    start from the ordinary no_new_privs spawner (Landlock would forbid the
-    mounts bwrap makes)."""
-    if profile.backend == "bubblewrap":
+def spawner_for(
+    policy: Policy, profile: SandboxProfile | None, tmpdir: str | None
+) -> Spawner | None:
+    """The spawner one call's children start from; None for the default one
+    (``no_new_privs``, no capabilities), or for this thread when the policy
+    keeps both (``allow_setuid``, ``keep_capabilities``).
+
+    Landlock: the profile's spawner (``tmpdir`` is the call's).
+    bubblewrap: bwrap needs root's capabilities for its namespaces and drops
+    them all for the child (``--cap-drop ALL``); Landlock would forbid its mounts.
+    """
+    if profile is not None and profile.backend == "landlock":
+        return _profile_spawner(profile)
+    no_new_privs = not policy.allow_setuid
+    drop = profile is None and not policy.keep_capabilities
+    if no_new_privs == drop:
         return None
+    with _lock:
+        spawner = _plain_spawners.get((no_new_privs, drop))
+        if spawner is None:
+            setup = set_no_new_privs if no_new_privs else drop_for_children
+            spawner = _plain_spawners[no_new_privs, drop] = Spawner(setup)
+        return spawner
+
+
+def _profile_spawner(profile: SandboxProfile) -> Spawner:
     with _lock:
         spawner = _spawners.get(profile)
         if spawner is None:
 
             def setup(profile: SandboxProfile = profile) -> None:
                 set_no_new_privs()
+                if not profile.keep_capabilities:
+                    drop_for_children()
                 restrict_self(profile)
 
             spawner = _spawners[profile] = Spawner(setup)
