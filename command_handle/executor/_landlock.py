@@ -20,7 +20,14 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["SandboxProfile", "abi_version", "landlock_problem", "restrict_self", "support"]
+__all__ = [
+    "SandboxProfile",
+    "abi_version",
+    "landlock_problem",
+    "restrict_call_self",
+    "restrict_self",
+    "support",
+]
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -128,6 +135,7 @@ def support() -> dict[str, object]:
     if 0 < abi < 4:
         report["why_network"] = WHY_NO_NETWORK_RULES
     report["abstract_unix_sockets_and_signals"] = abi >= 6
+    report["calls_apart"] = abi > 0  # each call's own domain: no ptrace, /proc or TMPDIR across
     from ._capabilities import support as capabilities_support
 
     report.update(capabilities_support())
@@ -213,6 +221,34 @@ def restrict_self(profile: SandboxProfile) -> None:
     try:
         for path, rights in _rules(profile, all_fs):
             _add_rule(ruleset, path, rights & all_fs)
+        _syscall(_SYS_RESTRICT_SELF, ruleset, 0)
+    finally:
+        os.close(ruleset)
+
+
+def restrict_call_self(profile: SandboxProfile, tmpdir: str) -> None:
+    """Confine the calling thread, already restricted to ``profile``, to one call
+    of it: a domain of its own, nested in the profile's, where it may write only
+    the writable roots, the devices and the call's ``tmpdir`` (not the temporary
+    root the profile's calls share), and (ABI 6) signal and reach abstract Unix
+    sockets only inside the domain. Sibling domains cannot ptrace each other,
+    nor read each other's ``/proc/<pid>`` files that need it (any ABI).
+
+    It handles only the rights that change the filesystem, so it needs no read
+    rules: reading stays as the profile's domain allows."""
+    abi = abi_version()
+    handled = _fs_rights(abi) & ~READ
+    scoped = 0
+    if abi >= 6:
+        scoped = SCOPE_SIGNAL | (0 if profile.network else SCOPE_ABSTRACT_UNIX_SOCKET)
+    attr = _RulesetAttr(handled, 0, scoped)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 8  # no network rights handled
+    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), size, 0)
+    try:
+        for device in DEVICES:
+            _add_rule(ruleset, device, (WRITE_FILE | IOCTL_DEV) & handled)
+        for root in (*profile.writable, tmpdir):
+            _add_rule(ruleset, root, handled)
         _syscall(_SYS_RESTRICT_SELF, ruleset, 0)
     finally:
         os.close(ruleset)
