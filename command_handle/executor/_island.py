@@ -11,16 +11,17 @@ TMPDIR, signals and abstract sockets kept inside) and then does the job.
 Domains of different calls are siblings, which the kernel keeps apart.
 
 Restricting in the child between fork and exec instead would cost a fork per
-call (5.8 ms against 0.6 ms measured, docs/decisions.md), since vfork runs
+launch (5.8 ms against 0.6 ms measured, docs/decisions.md), since vfork runs
 no code of ours in the child.
 
 The thread that launches a child is in the child's domain until it ends, a
 few microseconds after the exec, and ``/proc/<tid>/environ`` of a thread is
 the application's environment (its ``mem``, the application's memory). A
-child of root has no capabilities while that thread keeps its own, which the
-kernel requires for the access; for any user, the application is also made
-non-dumpable, which refuses the access to a process without
-``CAP_SYS_PTRACE`` (docs/sandbox.md has what that changes).
+child of root cannot read it: the thread keeps capabilities the child lacks,
+and the kernel refuses ptrace access to a task with capabilities the caller
+does not have. For any user, the application is also made non-dumpable,
+which refuses the access to a process without ``CAP_SYS_PTRACE``
+(docs/sandbox.md has what that changes).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import errno
 import functools
 from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from ._landlock import SandboxProfile, restrict_call_self
 from ._spawn import Spawner
@@ -72,7 +73,7 @@ def _in_own_domain(profile: SandboxProfile, tmpdir: str, function: Callable[[], 
     if not succeeded:
         assert isinstance(value, BaseException)
         raise value
-    return value  # type: ignore[return-value]
+    return cast(T, value)
 
 
 class CallSpawner(Spawner):
