@@ -6,13 +6,14 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from command_handle import CommandHandle
+from command_handle import CommandHandle, Executor
 from command_handle.form import escape
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,3 +161,52 @@ def unprivileged(scenario: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     reported: dict[str, Any] = json.loads(data)
     assert os.waitstatus_to_exitcode(status) == 0, reported
     return reported
+
+
+# A python the unprivileged user of ``unprivileged`` can run (the venv's lives under /root).
+SYSTEM_PY = "/usr/bin/python3"
+
+
+def system_python_handle(code: str, *argv: str, **fields: Any) -> CommandHandle:
+    """A handle running ``/usr/bin/python3 -c code argv...`` (code and argv are data)."""
+    document: dict[str, Any] = {
+        "name": "py",
+        "handle": "command",
+        "command": SYSTEM_PY,
+        "arguments": ["-c", escape(code), *(escape(a) for a in argv)],
+    }
+    document.update(fields)
+    return CommandHandle.load(document)
+
+
+def shared_directory() -> str:
+    """A fresh directory both root and the unprivileged user can use."""
+    path = tempfile.mkdtemp(prefix="shared-")
+    os.chmod(path, 0o777)
+    return path
+
+
+# Every thread of the parent, not only the main one: a thread that launched the
+# child may share its Landlock domain, and /proc/<tid>/environ is the process's
+# environment (its mem, the process's memory).
+READ_PARENT = r"""
+import json, os
+parent = os.getppid()
+readable = []
+for tid in os.listdir(f"/proc/{parent}/task"):
+    try:
+        with open(f"/proc/{parent}/task/{tid}/environ", "rb") as f:
+            if f.read():
+                readable.append(tid)
+    except OSError:
+        pass
+print(json.dumps(readable))
+"""
+
+
+def parent_threads_readable(executor: Executor) -> list[str]:
+    """The threads of this process whose environment a child of ``executor`` read."""
+    result = executor.call_sync(system_python_handle(READ_PARENT))
+    assert result.exit_code == 0, result.stderr
+    found: list[str] = json.loads(str(result.stdout))
+    return found

@@ -783,3 +783,43 @@ def test_http_bearer_token(tools: Path) -> None:
             assert anyio.run(main).structured_content == {"words": "2\n"}
     finally:
         del os.environ["CH_TEST_MCP_TOKEN"]
+
+
+SNOOP = (
+    "import os\n"
+    "server = os.getppid()\n"
+    "found = []\n"
+    "for tid in os.listdir(f'/proc/{server}/task'):\n"
+    "    try:\n"
+    "        with open(f'/proc/{server}/task/{tid}/environ', 'rb') as f:\n"
+    f"            found.append({CANARY!r}.encode() in f.read())\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "print('read' if any(found) else 'refused')\n"
+)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        pytest.param(("--sandbox", "read-only"), id="read-only"),
+        pytest.param(
+            (),
+            id="off",
+            marks=pytest.mark.skipif(
+                os.geteuid() != 0, reason="an unconfined child of the same user may read it"
+            ),
+        ),
+    ],
+)
+def test_a_tool_cannot_read_the_server_s_credential(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """Issue 22, finding 3: a child read the server's environment, where
+    ``--credential`` found its value, through /proc (as root, confined or not)."""
+    script_tool(tmp_path, "snoop", SNOOP)
+
+    async def snoop() -> Any:
+        async with stdio_client(tmp_path, *flags) as client:
+            return await client.call_tool("snoop", {})
+
+    result = anyio.run(snoop)
+    assert not result.is_error and text_of(result).strip() == "refused", text_of(result)

@@ -5,9 +5,11 @@ by ``bwrap``: a new PID namespace (the child cannot see or signal anything
 outside, and everything in it dies with it), a new network namespace when the
 network is off (no socket family reaches outside, UDP included), the root
 mounted read-only, ``/dev`` and ``/proc`` of its own, the writable
-directories bound writable, and ``deny_read`` paths hidden under an empty
-tmpfs. It needs ``bwrap`` installed and unprivileged user namespaces; each
-call pays for the namespaces (several milliseconds).
+directories bound writable, ``deny_read`` paths hidden under an empty
+tmpfs, and no capability (run as root, bwrap would leave its child all of
+root's, and the child could unmount that tmpfs). It needs ``bwrap``
+installed and unprivileged user namespaces; each call pays for the
+namespaces (several milliseconds).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def prefix(profile: SandboxProfile, cwd: str, tmpdir: str) -> tuple[str, ...]:
     assert bwrap is not None
     # No --new-session: the child must stay in the process group we kill.
     command = [bwrap, "--die-with-parent", "--unshare-pid"]
+    if not profile.keep_capabilities:  # as root, bwrap keeps them all for its child
+        command += ["--cap-drop", "ALL"]
     if not profile.network:
         command.append("--unshare-net")
     command += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]

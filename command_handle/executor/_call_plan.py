@@ -44,7 +44,7 @@ def _sandbox(policy: Policy) -> dict[str, Any] | None:
 
 
 def _limits(policy: Policy, timeout: float, max_output: int) -> dict[str, Any]:
-    return {
+    limits = {
         "timeout": timeout,
         "max_output": max_output,
         "kill_grace": policy.kill_grace,
@@ -54,6 +54,9 @@ def _limits(policy: Policy, timeout: float, max_output: int) -> dict[str, Any]:
             _RLIMIT_NAMES.get(kind, str(kind)): value for kind, value in policy.child_limits
         },
     }
+    if policy.keep_capabilities:  # only then: the plans approved before still hash alike
+        limits["keep_capabilities"] = True
+    return limits
 
 
 def _text(value: str) -> str:

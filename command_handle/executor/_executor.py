@@ -258,7 +258,7 @@ class Executor:
             if waited or not fresh:
                 prepared.recheck()
             async with call_tmpdir_async(profile) as tmpdir:
-                spawner = spawner_for(profile) if profile is not None else None
+                spawner = spawner_for(self.policy, profile, tmpdir)
                 if prepared.kind == "plan":
                     return await _run_plan()(
                         prepared,
@@ -332,7 +332,7 @@ class Executor:
                 result = run_invocation_sync(
                     _with_tmpdir(prepared.invocation, tmpdir, profile),
                     self._count_spawn,
-                    spawner_for(profile) if profile is not None else None,
+                    spawner_for(self.policy, profile, tmpdir),
                     _with_program(on_started, prepared.program),
                     on_chunk,
                 )

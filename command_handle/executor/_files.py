@@ -5,8 +5,8 @@ A plan's interpreter runs in the application's process, where nothing is
 confined. So a redirection target is opened, and a glob's directories read,
 where the call's sandbox holds:
 
-- Landlock: on the profile's spawner thread, which restricted itself to the
-  profile when it started (the kernel decides, as for the children). Globs
+- Landlock: on a thread in the call's own domain (``_island``), nested in the
+  profile's (the kernel decides, as for the children). Globs
   stay on the loop's thread: Landlock lets a child list every directory
   (``deny_read`` hides contents, not names), so confining them changes nothing;
 - bubblewrap: its child sees the host through a mount namespace the
@@ -162,7 +162,7 @@ class PlanFiles:
 
 
 class _LandlockFiles(PlanFiles):
-    """On the profile's spawner thread: the kernel applies the profile."""
+    """In the call's own domain: the kernel applies the profile and the call's TMPDIR."""
 
     def __init__(self, spawner: Spawner) -> None:
         self.spawner = spawner
@@ -241,10 +241,10 @@ _UNCONFINED = PlanFiles()
 def files_for(
     spawner: Spawner | None, profile: SandboxProfile | None, tmpdir: str | None
 ) -> PlanFiles:
-    """How a plan with this sandbox touches files (``spawner``: the Landlock
-    profile's; ``tmpdir``: the call's)."""
+    """How a plan with this sandbox touches files (``spawner``: the call's, in
+    its Landlock domain; ``tmpdir``: the call's)."""
     if profile is not None and profile.backend == "bubblewrap" and tmpdir is not None:
         return _BubblewrapFiles(profile, tmpdir)
-    if spawner is not None:
+    if profile is not None and spawner is not None:
         return _LandlockFiles(spawner)
     return _UNCONFINED

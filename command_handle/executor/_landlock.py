@@ -22,7 +22,14 @@ from dataclasses import dataclass
 
 from ._mounts import exposures
 
-__all__ = ["SandboxProfile", "abi_version", "landlock_problem", "restrict_self", "support"]
+__all__ = [
+    "SandboxProfile",
+    "abi_version",
+    "landlock_problem",
+    "restrict_call_self",
+    "restrict_self",
+    "support",
+]
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -87,7 +94,8 @@ def _fs_rights(abi: int) -> int:
 class SandboxProfile:
     """What a confined child may do. ``mode`` is ``"read-only"`` or
     ``"workspace-write"``; ``writable`` holds the workspace and writable roots
-    (empty in read-only mode) and the profile's temporary directory."""
+    (empty in read-only mode) and the profile's temporary directory.
+    ``keep_capabilities``: children of root keep root's capabilities."""
 
     mode: str
     writable: tuple[str, ...]
@@ -95,6 +103,7 @@ class SandboxProfile:
     network: bool
     tmp_root: str
     backend: str = "landlock"
+    keep_capabilities: bool = False
 
 
 WHY_NO_LANDLOCK = (
@@ -132,6 +141,10 @@ def support() -> dict[str, object]:
 
     seccomp_support(report)  # every socket family, and read-only metadata
     report["deny_read_across_bind_mounts"] = abi > 0
+    report["calls_apart"] = abi > 0  # each call's own domain: no ptrace, /proc or TMPDIR across
+    from ._capabilities import support as capabilities_support
+
+    report.update(capabilities_support())
     from ._bubblewrap import available as bubblewrap_problem
 
     problem = bubblewrap_problem()
@@ -214,6 +227,34 @@ def restrict_self(profile: SandboxProfile) -> None:
     try:
         for path, rights in _rules(profile, all_fs):
             _add_rule(ruleset, path, rights & all_fs)
+        _syscall(_SYS_RESTRICT_SELF, ruleset, 0)
+    finally:
+        os.close(ruleset)
+
+
+def restrict_call_self(profile: SandboxProfile, tmpdir: str) -> None:
+    """Confine the calling thread, already restricted to ``profile``, to one call
+    of it: a domain of its own, nested in the profile's, where it may write only
+    the writable roots, the devices and the call's ``tmpdir`` (not the temporary
+    root the profile's calls share), and (ABI 6) signal and reach abstract Unix
+    sockets only inside the domain. Sibling domains cannot ptrace each other,
+    nor read each other's ``/proc/<pid>`` files that need it (any ABI).
+
+    It handles only the rights that change the filesystem, so it needs no read
+    rules: reading stays as the profile's domain allows."""
+    abi = abi_version()
+    handled = _fs_rights(abi) & ~READ
+    scoped = 0
+    if abi >= 6:
+        scoped = SCOPE_SIGNAL | (0 if profile.network else SCOPE_ABSTRACT_UNIX_SOCKET)
+    attr = _RulesetAttr(handled, 0, scoped)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 8  # no network rights handled
+    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), size, 0)
+    try:
+        for device in DEVICES:
+            _add_rule(ruleset, device, (WRITE_FILE | IOCTL_DEV) & handled)
+        for root in (*profile.writable, tmpdir):
+            _add_rule(ruleset, root, handled)
         _syscall(_SYS_RESTRICT_SELF, ruleset, 0)
     finally:
         os.close(ruleset)

@@ -2,11 +2,15 @@
 
 Landlock restricts a thread and what it starts, for good. So each profile
 (mode, writable roots, denied paths, network) gets spawner threads of its own
-that set ``no_new_privs`` and restrict themselves once, at start; every call
-with that profile is then launched from them at no extra cost. Each profile
-has a temporary root the children may write; each call gets a fresh
-directory in it as ``TMPDIR``, removed when the call ends: off the event loop
-for an async call, since a child may have left any number of files there.
+that set ``no_new_privs``, leave no capability to their children
+(``_capabilities``) and restrict themselves once, at start; each launch of a
+call then adds the call's own domain on a thread of its own (``_island``).
+Each profile has a temporary root; each call gets a fresh directory in it as
+``TMPDIR``, the only place there its children may write, removed when the
+call ends: off the event loop for an async call, since a child may have left
+any number of files there. The root cannot be listed by a child (mode 0300,
+and children have no capability to override it), so a call cannot find its
+siblings' directories.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from ..errors import SandboxError
 from ..policy import Policy
 from . import _bubblewrap as bubblewrap
 from . import _seccomp as seccomp
+from ._capabilities import drop_for_children
 from ._cgroup import problem as cgroup_problem
+from ._island import CallSpawner
 from ._landlock import SandboxProfile, landlock_problem, restrict_self
 from ._mounts import exposures
 from ._spawn import Spawner, set_no_new_privs
@@ -38,6 +44,9 @@ log = logging.getLogger("command_handle")
 _lock = threading.Lock()
 _profiles: dict[tuple[object, ...], SandboxProfile] = {}
 _spawners: dict[SandboxProfile, Spawner] = {}
+# (no_new_privs, drop capabilities): the spawners of calls without a Landlock profile
+_plain_spawners: dict[tuple[bool, bool], Spawner] = {}
+_TMP_ROOT_MODE = 0o300  # enter and create, not list: a call's directory is its own
 
 
 def _missing(policy: Policy) -> str | None:
@@ -82,6 +91,7 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
         policy.deny_read,
         policy.network_allowed,
         policy.sandbox_backend,
+        policy.keep_capabilities,
     )
     with _lock:
         profile = _profiles.get(key)
@@ -89,7 +99,8 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
             if policy.sandbox_backend == "landlock":
                 _check_exposures(policy.deny_read, writable)
             root = tempfile.mkdtemp(prefix="command-handle-tmp-")
-            atexit.register(shutil.rmtree, root, ignore_errors=True)
+            os.chmod(root, _TMP_ROOT_MODE)
+            atexit.register(_remove_root, root)
             profile = _profiles[key] = SandboxProfile(
                 policy.sandbox,
                 writable,
@@ -97,6 +108,7 @@ def profile_for(policy: Policy) -> SandboxProfile | None:
                 policy.network_allowed,
                 root,
                 policy.sandbox_backend,
+                policy.keep_capabilities,
             )
         return profile
 
@@ -116,18 +128,41 @@ def _check_exposures(denied: tuple[str, ...], writable: tuple[str, ...]) -> None
                     )
 
 
-def spawner_for(profile: SandboxProfile) -> Spawner | None:
-    """The spawner of a Landlock profile; None for bubblewrap, whose children
-    start from the ordinary no_new_privs spawner (Landlock would forbid the
-    mounts bwrap makes)."""
-    if profile.backend == "bubblewrap":
+def spawner_for(
+    policy: Policy, profile: SandboxProfile | None, tmpdir: str | None
+) -> Spawner | None:
+    """The spawner one call's children start from; None for the default one
+    (``no_new_privs``, no capabilities), or for this thread when the policy
+    keeps both (``allow_setuid``, ``keep_capabilities``).
+
+    Landlock: the profile's spawner, with each launch in the call's own domain.
+    bubblewrap: bwrap needs root's capabilities for its namespaces and drops
+    them all for the child (``--cap-drop ALL``); Landlock would forbid its mounts.
+    """
+    if profile is not None and profile.backend == "landlock":
+        assert tmpdir is not None
+        return CallSpawner(_profile_spawner(profile), profile, tmpdir)
+    no_new_privs = not policy.allow_setuid
+    drop = profile is None and not policy.keep_capabilities
+    if no_new_privs == drop:
         return None
+    with _lock:
+        spawner = _plain_spawners.get((no_new_privs, drop))
+        if spawner is None:
+            setup = set_no_new_privs if no_new_privs else drop_for_children
+            spawner = _plain_spawners[no_new_privs, drop] = Spawner(setup)
+        return spawner
+
+
+def _profile_spawner(profile: SandboxProfile) -> Spawner:
     with _lock:
         spawner = _spawners.get(profile)
         if spawner is None:
 
             def setup(profile: SandboxProfile = profile) -> None:
                 set_no_new_privs()
+                if not profile.keep_capabilities:
+                    drop_for_children()
                 restrict_self(profile)
                 seccomp.confine(profile)
 
@@ -177,3 +212,9 @@ def _removed_empty(path: str) -> bool:
 
 def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_root(root: str) -> None:
+    with contextlib.suppress(OSError):
+        os.chmod(root, 0o700)  # listable again, for rmtree
+    _remove_tree(root)

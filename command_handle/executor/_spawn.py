@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import sniffio
 
 from . import _posix_spawn
+from ._capabilities import drop_for_children
 from ._cgroup import CallCgroup
 
 __all__ = [
@@ -489,7 +490,12 @@ class Spawner:
         return job.result()  # type: ignore[return-value]
 
 
-spawner = Spawner(set_no_new_privs)
+def _no_privileges() -> None:
+    set_no_new_privs()
+    drop_for_children()  # for a root application (docs/sandbox.md)
+
+
+spawner = Spawner(_no_privileges)
 
 
 def _forget_the_thread() -> None:

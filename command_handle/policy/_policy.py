@@ -117,6 +117,9 @@ class Policy:
     - ``allow_environment``: patterns from :data:`DANGEROUS_ENVIRONMENT` a handle
       may nevertheless set (default: none).
     - ``allow_setuid``: run set-user-ID or set-group-ID executables.
+    - ``keep_capabilities``: let children of a root application keep root's
+      capabilities. Off by default: every child starts with none, its bounding
+      set empty and root's implicit capabilities off and locked (docs/sandbox.md).
     - ``allowed_commands``: if set, the programs that may run: absolute paths,
       compared after resolving symbolic links on both sides. Bare names are
       accepted only with ``match_command_names``.
@@ -163,6 +166,7 @@ class Policy:
     inherit_environment: tuple[str, ...] = ()
     allow_environment: tuple[str, ...] = ()
     allow_setuid: bool = False
+    keep_capabilities: bool = False
     allowed_commands: frozenset[str] | None = None
     match_command_names: bool = False
     allow_computed_command: bool = False
@@ -192,6 +196,7 @@ class Policy:
             object.__setattr__(self, "search_path", _names("search_path", self.search_path))
         for flag in (
             "allow_setuid",
+            "keep_capabilities",
             "match_command_names",
             "allow_computed_command",
             "allow_utcp_options",
