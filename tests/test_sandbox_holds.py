@@ -130,7 +130,7 @@ print(json.dumps(out))
 # What reaches the network, by how the attempt is made; those the kernel here
 # does not offer are left out.
 # Raw sockets need CAP_NET_RAW, which no child has (docs/sandbox.md), network on or off.
-REACHING = ("tcp", "udp", "udp6", "netlink")
+REACHING: tuple[str, ...] = ("tcp", "udp", "udp6", "netlink")
 REACHING += ("mptcp",) * MPTCP + ("fastopen",) * FASTOPEN + ("io_uring",) * IO_URING
 
 
