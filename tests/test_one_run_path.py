@@ -487,3 +487,37 @@ def test_an_invocation_checked_under_another_policy_is_refused(tmp_path: Path) -
     assert not canary.exists() and strict.spawned == 0
     assert strict.run_sync(handle.render({}, strict.policy)).exit_code == 0
     assert canary.exists()
+
+
+def test_a_multi_line_credential_never_reaches_a_progress_line(tmp_path: Path) -> None:
+    """A PEM key spans lines; progress lines are redacted one at a time, so each
+    line of such a secret is redacted on its own."""
+    key = "\n".join(
+        [
+            "-----BEGIN PRIVATE KEY-----",
+            "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+            "S2lsbGVyUXVlZW4xMjM0NTY3ODkwYWJj",
+        ]
+        + ["-----END PRIVATE KEY-----"]
+    )
+    document = {
+        "name": "leak",
+        "handle": "command",
+        "command": PY,
+        "arguments": ["-c", "import os; print('key:', os.environ['KEY'])"],
+        "environment": {"KEY": {"$credential": "token"}},
+    }
+    toolbox = _toolbox(
+        tmp_path, document, credentials=lambda principal, handle: {"scheme": "x", "token": key}
+    )
+    lines: list[str] = []
+
+    async def collect(stream: str, line: str) -> None:
+        lines.append(line)
+
+    result = trio.run(partial(toolbox.call, "leak", {}, on_output=collect))
+    assert "MIIEvQ" not in result.content
+    assert lines
+    for line in lines:
+        for part in key.split("\n"):
+            assert part not in line, line

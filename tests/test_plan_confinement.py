@@ -283,3 +283,50 @@ def test_removing_a_large_tmpdir_does_not_stall_the_loop(kind: str, loop: str) -
 
 def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+def test_a_builtin_writing_to_a_device_that_does_not_drain_keeps_the_loop_free() -> None:
+    """``echo ... > /dev/pts/N`` with nobody reading the terminal: the write waits
+    without blocking the event loop, and the call's timeout still ends it."""
+
+    master, follower = os.openpty()
+    try:
+        terminal = os.ttyname(follower)
+        chunk = "x" * 120_000
+        template = {
+            "call_template_type": "cli",
+            "commands": [
+                {
+                    "command": "echo UTCP_ARG_a_UTCP_END UTCP_ARG_a_UTCP_END UTCP_ARG_a_UTCP_END"
+                    " > UTCP_ARG_t_UTCP_END"
+                }
+            ],
+        }
+        executor = Executor(Policy(timeout=1))
+        prepared = utcp.prepare(template, {"a": chunk, "t": terminal}, policy=executor.policy)
+        gaps: list[float] = []
+
+        async def main() -> bool:
+            done = False
+
+            async def heartbeat() -> None:
+                last = time.monotonic()
+                while not done:
+                    await trio.sleep(0.01)
+                    now = time.monotonic()
+                    gaps.append(now - last)
+                    last = now
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(heartbeat)
+                result = await executor.run(prepared)
+                done = True
+            return result.timed_out
+
+        started = time.monotonic()
+        assert trio.run(main)
+        assert time.monotonic() - started < 5
+        assert max(gaps) < 0.5, max(gaps)
+    finally:
+        os.close(master)
+        os.close(follower)

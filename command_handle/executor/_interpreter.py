@@ -18,6 +18,7 @@ import contextlib
 import errno
 import os
 import signal
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -85,10 +86,12 @@ _Sink = Capture  # a step's merged output, or a substitution's
 @dataclass(frozen=True)
 class _Fd:
     """A descriptor someone else owns: a pipe end, an opened file, /dev/null.
-    ``pipe`` is set for a pipeline's pipe, which a builtin writes without blocking."""
+    ``may_block`` is set for a pipeline's pipe and a device a redirection opened
+    (a terminal nobody reads, say): a builtin writes those without blocking the
+    event loop, waiting until they drain."""
 
     fd: int
-    pipe: bool = False
+    may_block: bool = False
 
 
 _Target = _Sink | _Fd
@@ -104,9 +107,10 @@ async def _write(target: _Target, data: bytes) -> None:
         return
     view = memoryview(data)
     try:
-        if target.pipe:
-            # Only this builtin holds this pipe end, so it can be made non-blocking
-            # while it writes: a full pipe then waits without blocking the loop.
+        if target.may_block:
+            # Only this builtin holds this descriptor (our pipe end, or a device we
+            # opened), so it can be made non-blocking while it writes: a full pipe
+            # or a device that does not drain then waits without blocking the loop.
             os.set_blocking(target.fd, False)
             try:
                 while view:
@@ -343,8 +347,8 @@ class _PlanRun:
                 async with anyio.create_task_group() as group:
                     for index, command in enumerate(commands):
                         last = index == len(pipes)
-                        source = _Fd(pipes[index - 1][0], pipe=True) if index else stdin
-                        sink: _Target = out if last else _Fd(pipes[index][1], pipe=True)
+                        source = _Fd(pipes[index - 1][0], may_block=True) if index else stdin
+                        sink: _Target = out if last else _Fd(pipes[index][1], may_block=True)
                         errors = sink if not last and pipeline.stderr_piped[index] else err
                         owned = [pipes[index - 1][0]] if index else []
                         if not last:
@@ -505,7 +509,7 @@ class _PlanRun:
             await self.note(err, _message(name, exc.strerror or "cannot open"))
             return None
         opened.append(fd)
-        return _Fd(fd)
+        return _Fd(fd, may_block=not stat.S_ISREG(os.fstat(fd).st_mode))
 
     async def dispatch(
         self,

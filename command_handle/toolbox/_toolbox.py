@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 
 from .. import _json, _jsonschema, utcp
-from .._secrets import redact, redact_cut, secret_values
+from .._secrets import MIN_REDACTED, redact, redact_cut, secret_values
 from ..errors import AfterRunError, CommandHandleError, HandleError
 from ..executor import CommandResult, Executor, PlanResult, plan_hash
 from ..handle import MAX_ARGUMENT_DEPTH, CommandHandle, check_arguments
@@ -105,7 +105,16 @@ class _Lines:
         self, callback: OutputLine, secrets: tuple[str, ...], encoding: str = "utf-8"
     ) -> None:
         self.callback = callback
-        self.secrets = secrets
+        # A line holds at most one line of a secret that spans several (a PEM
+        # key): each of its lines is redacted as a secret of its own.
+        parts = {
+            part.rstrip("\r")
+            for secret in secrets
+            if "\n" in secret
+            for part in secret.split("\n")
+            if len(part.rstrip("\r")) >= MIN_REDACTED
+        }
+        self.secrets = tuple(sorted({*secrets, *parts}, key=len, reverse=True))
         self.codec = _text_codec(encoding)
         self.keep = self.MAX_LINE + max((len(secret) for secret in secrets), default=0)
         self.pending: dict[str, str] = {}
