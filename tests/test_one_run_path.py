@@ -497,8 +497,8 @@ def test_a_multi_line_credential_never_reaches_a_progress_line(tmp_path: Path) -
             "-----BEGIN PRIVATE KEY-----",
             "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
             "S2lsbGVyUXVlZW4xMjM0NTY3ODkwYWJj",
+            "-----END PRIVATE KEY-----",
         ]
-        + ["-----END PRIVATE KEY-----"]
     )
     document = {
         "name": "leak",
