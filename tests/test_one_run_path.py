@@ -521,3 +521,26 @@ def test_a_multi_line_credential_never_reaches_a_progress_line(tmp_path: Path) -
     for line in lines:
         for part in key.split("\n"):
             assert part not in line, line
+
+
+def test_sync_calls_work_from_inside_a_running_event_loop(tmp_path: Path) -> None:
+    """Sync code called from a coroutine (a blocking helper, a legacy callback):
+    a sync plan and an async hook run on a loop of their own, not refused."""
+    toolbox = _toolbox(tmp_path, {"name": "say", **template("echo UTCP_ARG_m_UTCP_END")})
+    executor = Executor()
+
+    async def approve(request: Any) -> bool:
+        return True
+
+    approving = Toolbox(list(toolbox), approve=approve)
+
+    async def main() -> list[object]:
+        return [
+            toolbox.call_sync("say", {"m": "a"}).content,
+            approving.call_sync("say", {"m": "b"}).content,
+            utcp.call_sync(template("echo c")),
+            executor.run_sync(utcp.prepare(template("echo d"))).output,
+        ]
+
+    assert asyncio.run(main()) == ["a", "b", "c", "d"]
+    assert trio.run(main) == ["a", "b", "c", "d"]

@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast, overload
 
 import anyio
 
+from .._loops import run_to_completion
 from ..call import CommandResult, Invocation, PlanResult, PreparedCall
 from ..errors import AfterRunError, CommandHandleError, HandleError, PolicyError
 from ..handle import CommandHandle
@@ -417,7 +418,8 @@ def _run_plan_sync(
     on_started: OnStarted | None,
 ) -> PlanResult:
     """A plan for a sync caller: its pipelines need a scheduler, so it runs on a
-    private event loop in the calling thread (docs/decisions.md)."""
+    private event loop in the calling thread (docs/decisions.md), or in a helper
+    thread when the calling thread already runs one."""
     forward: ChunkCallback | None = None
     if on_chunk is not None:
         chunk_callback = on_chunk
@@ -429,7 +431,7 @@ def _run_plan_sync(
         result = await executor._run(prepared, forward, on_started, fresh=False)
         return cast(PlanResult, result)
 
-    return anyio.run(run)
+    return run_to_completion(run)
 
 
 def _with_program(on_started: OnStarted | None, program: str) -> Callable[[int], None] | None:

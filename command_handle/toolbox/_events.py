@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._loops import run_to_completion
 from .._secrets import redact_value
 
 __all__ = ["AuditEvent", "EventSink", "Emitter"]
@@ -100,16 +101,5 @@ class Emitter:
     def settle_sync(self) -> None:
         """The same for a caller with no event loop: a short event loop of its own
         (in a helper thread when this thread already runs one)."""
-        if not self.pending:
-            return
-        import asyncio
-        import threading
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(self.settle())
-            return
-        worker = threading.Thread(target=lambda: asyncio.run(self.settle()))
-        worker.start()
-        worker.join()
+        if self.pending:
+            run_to_completion(self.settle)

@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 
 from .. import _json, _jsonschema, utcp
+from .._loops import run_to_completion
 from .._secrets import MIN_REDACTED, redact, redact_cut, secret_values
 from ..errors import AfterRunError, CommandHandleError, HandleError
 from ..executor import CommandResult, Executor, PlanResult, plan_hash
@@ -728,4 +729,4 @@ def _settle(value: object) -> object:
     async def wait() -> object:
         return await awaitable
 
-    return anyio.run(wait)
+    return run_to_completion(wait)
