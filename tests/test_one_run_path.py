@@ -544,3 +544,24 @@ def test_sync_calls_work_from_inside_a_running_event_loop(tmp_path: Path) -> Non
 
     assert asyncio.run(main()) == ["a", "b", "c", "d"]
     assert trio.run(main) == ["a", "b", "c", "d"]
+
+
+def test_a_consumer_s_error_in_a_pipeline_comes_out_as_itself() -> None:
+    """An ``on_chunk`` that raises inside a pipeline: the caller gets its error,
+    not an ExceptionGroup, as from a single command."""
+
+    class Stop(Exception):
+        pass
+
+    def stop(stream: str, data: bytes) -> None:
+        raise Stop
+
+    async def stop_async(stream: str, data: bytes) -> None:
+        raise Stop
+
+    executor = Executor()
+    prepared = utcp.prepare(template(f"{PY} -c 'print(1)' | cat"))
+    with pytest.raises(Stop):
+        executor.run_sync(prepared, stop)
+    with pytest.raises(Stop):
+        trio.run(executor.run, prepared, stop_async)

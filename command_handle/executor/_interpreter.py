@@ -855,13 +855,23 @@ async def run_plan(
 
 
 def _refusal_in(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first refusal in ``group`` if it holds nothing else; otherwise the group."""
+    """What a pipeline's task group raised, as a single command would raise it: the
+    first refusal if it holds nothing else, the one exception if it holds one
+    (a consumer's ``on_chunk`` or ``on_started`` that raised); else the group."""
     refusals, rest = group.split((HandleError, OSError))
     if rest is not None or refusals is None:
-        return group
+        leaves = _leaves(group)
+        return leaves[0] if len(leaves) == 1 else group
     first: BaseException = refusals
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]
     if isinstance(first, OSError):
         return resource_error(first) if first.errno in RESOURCE_ERRNOS else group
     return first
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for inner in group.exceptions:
+        found += _leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner]
+    return found
