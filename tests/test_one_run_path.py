@@ -20,6 +20,7 @@ import trio
 from command_handle import (
     AfterRunError,
     CommandHandle,
+    CommandHandleError,
     CommandResult,
     Executor,
     PathArgumentError,
@@ -565,3 +566,24 @@ def test_a_consumer_s_error_in_a_pipeline_comes_out_as_itself() -> None:
         executor.run_sync(prepared, stop)
     with pytest.raises(Stop):
         trio.run(executor.run, prepared, stop_async)
+
+
+def test_small_parity_gaps_are_closed(tmp_path: Path) -> None:
+    """``stream`` takes an Invocation as ``run`` does; ``call_sync`` streams
+    lines as ``call`` does; two tools of one name are a CommandHandleError."""
+    executor = Executor()
+
+    async def kinds() -> list[str]:
+        seen = []
+        async with executor.stream(probe_handle().render({"words": ["x"]})) as events:
+            async for event in events:
+                seen.append(event.kind)
+        return seen
+
+    assert trio.run(kinds)[-1] == "exit"
+    toolbox = _toolbox(tmp_path, {"name": "say", **template("echo one && echo two")})
+    lines: list[tuple[str, str]] = []
+    result = toolbox.call_sync("say", {}, on_output=lambda s, line: lines.append((s, line)))
+    assert result.content == "one\ntwo" and lines == [("stdout", "one"), ("stdout", "two")]
+    with pytest.raises(CommandHandleError, match="same name 'say'"):
+        Toolbox([*toolbox, *toolbox])

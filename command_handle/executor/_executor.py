@@ -343,7 +343,7 @@ class Executor:
 
     @asynccontextmanager
     async def stream(
-        self, handle: HandleSource | PreparedCall[Any], args: object = None
+        self, handle: HandleSource | PreparedCall[Any] | Invocation, args: object = None
     ) -> AsyncIterator[EventStream]:
         """Run a call in the background and receive its output as events::
 
@@ -351,13 +351,13 @@ class Executor:
                 async for event in events:
                     ...  # Event("stdout", b"..."), ..., Event("exit", result=...)
 
-        ``handle`` is a Command Handle (rendered here with ``args``) or a
-        prepared call. Works under trio and asyncio. Validation errors are
+        ``handle`` is a Command Handle (rendered here with ``args``), a
+        prepared call or an Invocation. Works under trio and asyncio. Validation errors are
         raised on entry, before anything runs. Leaving the block early kills
         the child's group.
         """
         loaded: CommandHandle | None = None
-        if isinstance(handle, PreparedCall):
+        if isinstance(handle, (PreparedCall, Invocation)):
             prepared, fresh = self._accept(handle), False
         else:
             loaded = self._load(handle)

@@ -22,6 +22,7 @@ __all__ = ["Outcome", "PreparedToolCall"]
 
 OnStarted = Callable[[int, str], None]
 OnChunk = Callable[[str, bytes], Awaitable[None]]
+SyncOnChunk = Callable[[str, bytes], None]
 # (is_error, content, structured)
 Outcome = tuple[bool, str, object]
 
@@ -64,8 +65,10 @@ class PreparedToolCall:
         """``on_chunk`` gets output as it arrives (a plan's: what its programs write)."""
         return await self._executor.run(self.prepared, on_chunk, on_started=on_started)
 
-    def run_sync(self, on_started: OnStarted) -> CommandResult | PlanResult:
-        return self._executor.run_sync(self.prepared, on_started=on_started)
+    def run_sync(
+        self, on_started: OnStarted, on_chunk: SyncOnChunk | None = None
+    ) -> CommandResult | PlanResult:
+        return self._executor.run_sync(self.prepared, on_chunk, on_started=on_started)
 
     def outcome(
         self, result: CommandResult | PlanResult, secrets: tuple[str, ...], budget: int

@@ -41,7 +41,7 @@ from ._arguments import after_run_message, drop_nulls, model_message
 from ._calls import PreparedToolCall
 from ._events import Emitter, EventSink
 from ._formats import describe_tool
-from ._load import load_tools
+from ._load import ToolLoadError, load_tools
 from ._result import ToolResult, command_content, shown_result
 from ._tool import Tool
 
@@ -88,6 +88,7 @@ class _Run:
 
 
 OutputLine = Callable[[str, str], Awaitable[None]]
+SyncOutputLine = Callable[[str, str], None]
 
 
 class _Lines:
@@ -103,9 +104,14 @@ class _Lines:
     MAX_LINE = 4096
 
     def __init__(
-        self, callback: OutputLine, secrets: tuple[str, ...], encoding: str = "utf-8"
+        self,
+        callback: OutputLine | None,
+        secrets: tuple[str, ...],
+        encoding: str = "utf-8",
+        sync_callback: SyncOutputLine | None = None,
     ) -> None:
         self.callback = callback
+        self.sync_callback = sync_callback
         # A line holds at most one line of a secret that spans several (a PEM
         # key): each of its lines is redacted as a secret of its own.
         parts = {
@@ -123,6 +129,19 @@ class _Lines:
         self.decoders: dict[str, Any] = {}
 
     async def __call__(self, stream: str, chunk: bytes) -> None:
+        assert self.callback is not None
+        for line in self.lines(stream, chunk):
+            await self.callback(stream, line)
+
+    def feed(self, stream: str, chunk: bytes) -> None:
+        """The same for a sync caller (``call_sync``), in its thread."""
+        assert self.sync_callback is not None
+        for line in self.lines(stream, chunk):
+            self.sync_callback(stream, line)
+
+    def lines(self, stream: str, chunk: bytes) -> list[str]:
+        """The complete lines ``chunk`` ends, redacted and cut, as shown."""
+        shown: list[str] = []
         decoder = self.decoders.get(stream)
         if decoder is None:
             decoder = self.decoders[stream] = self.codec.incrementaldecoder("replace")
@@ -130,7 +149,7 @@ class _Lines:
         *lines, rest = text.split("\n")
         cut = stream in self.dropped
         for line in lines:
-            await self.callback(stream, self._shown(line, cut))
+            shown.append(self._shown(line, cut))
             cut = False
         if len(rest) > self.keep:
             rest, cut = rest[-self.keep :], True
@@ -139,6 +158,7 @@ class _Lines:
             self.dropped.add(stream)
         else:
             self.dropped.discard(stream)
+        return shown
 
     def _shown(self, line: str, cut: bool) -> str:
         """The line redacted, then cut to its last MAX_LINE characters."""
@@ -241,7 +261,11 @@ class Toolbox:
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
         if len(self._tools) != len(tools):
-            raise ValueError("two tools have the same name")
+            names = [tool.name for tool in tools]
+            twice = next(tool for tool in tools if names.count(tool.name) > 1)
+            raise ToolLoadError(
+                twice.source, f"two tools have the same name {twice.name!r}", "/name"
+            )
         self.executor = Executor(policy)
         self.policy = self.executor.policy
         self._credentials = credentials
@@ -339,12 +363,15 @@ class Toolbox:
         *,
         context: Mapping[str, Any] | None = None,
         expect_plan: str | None = None,
+        on_output: SyncOutputLine | None = None,
     ) -> ToolResult:
         """Blocking form of :meth:`call`, for threads; no event loop is started
-        unless a hook is async (it is then awaited in a short asyncio run)."""
+        unless a hook is async (it is then awaited in a short asyncio run).
+        ``on_output(stream, line)`` is called in this thread with each complete
+        line, credentials redacted, as in :meth:`call`."""
         call = self._start(name)
         flow = self._flow(call, arguments, principal, context, expect_plan)
-        result = self._drive_sync(flow, call)
+        result = self._drive_sync(flow, call, on_output)
         assert isinstance(result, ToolResult)
         return result
 
@@ -421,7 +448,9 @@ class Toolbox:
             request.emit("killed", reason="cancelled")
             raise
 
-    def _drive_sync(self, flow: _Flow, call: _CallState) -> ToolResult | ToolPreview:
+    def _drive_sync(
+        self, flow: _Flow, call: _CallState, on_output: SyncOutputLine | None = None
+    ) -> ToolResult | ToolPreview:
         """Answer the flow's requests in the calling thread."""
         try:
             request: _Ask | _Run = next(flow)
@@ -434,7 +463,12 @@ class Toolbox:
                         continue
                 else:
                     try:
-                        answer = request.call.run_sync(_spawned(request.emit))
+                        lines = None
+                        if on_output is not None:
+                            lines = _Lines(
+                                None, request.secrets, request.call.encoding, on_output
+                            ).feed
+                        answer = request.call.run_sync(_spawned(request.emit), lines)
                     except CommandHandleError as exc:  # refused at launch or mid-plan
                         request = flow.throw(exc)
                         continue
