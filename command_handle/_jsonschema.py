@@ -288,16 +288,64 @@ def ecma(base: Any = None) -> Any:
 
 def check_schema(schema: object, base: Any = None) -> None:
     """Raise jsonschema's ``SchemaError`` unless ``schema`` is valid under its
-    metaschema, with ``pattern`` and the ``regex`` format read as ECMA-262."""
+    metaschema, with ``pattern`` and the ``regex`` format read as ECMA-262, and
+    every ``$ref`` in it resolves within it (or to a draft's metaschema)."""
     cls = ecma(base)
     jsonschema = load()
     meta = ecma(jsonschema.validators.validator_for(cls.META_SCHEMA, default=cls))
     for error in meta(cls.META_SCHEMA, format_checker=meta.FORMAT_CHECKER).iter_errors(schema):
         raise jsonschema.SchemaError.create_from(error)
+    _check_references(schema, cls)
+
+
+def _local_registry() -> Any:
+    """A registry that holds nothing and fetches nothing: jsonschema would
+    otherwise GET a ``$ref``'s remote URL on every validation, from the
+    application's own process and thread, and let that document decide."""
+    import referencing
+
+    return referencing.Registry()
+
+
+def _check_references(schema: object, cls: Any) -> None:
+    """A ``$ref`` that does not resolve would raise at every call: refused here,
+    naming where it stands."""
+    import referencing.exceptions
+
+    jsonschema = load()
+    resolver = cls(schema, registry=_local_registry())._resolver
+    for path, ref in _references(schema, ()):
+        try:
+            resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
+            raise jsonschema.SchemaError(
+                f"$ref {ref!r} does not resolve within the schema (remote references "
+                "are not fetched)",
+                path=[*path, "$ref"],
+            ) from None
+
+
+def _references(
+    value: object, path: tuple[str | int, ...]
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str) and "$id" not in value:  # an $id moves the base: not followed
+            yield path, ref
+        for key, inner in value.items():
+            if key not in ("const", "enum", "examples", "default"):
+                yield from _references(inner, (*path, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _references(inner, (*path, index))
 
 
 def validator(schema: object, *, formats: bool = False, base: Any = None) -> Any:
     """A validator of ``schema`` (already checked) with ECMA-262 patterns; with
-    ``formats``, ``format`` is asserted too."""
+    ``formats``, ``format`` is asserted too. It never fetches a remote ``$ref``."""
     cls = ecma(base)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER if formats else None)
+    return cls(
+        schema,
+        format_checker=cls.FORMAT_CHECKER if formats else None,
+        registry=_local_registry(),
+    )

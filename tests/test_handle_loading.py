@@ -118,3 +118,58 @@ def test_a_yaml_merge_key_may_be_overridden(tmp_path: Path) -> None:
     assert handle.parameters["properties"]["count"] == {"type": "integer", "description": "a word"}
     result = Executor().call_sync(handle, {"word": "hi", "count": 2})
     assert result.stdout == "hi 2\n"
+
+
+def test_a_schema_reference_never_reaches_the_network_and_must_resolve(tmp_path: Path) -> None:
+    """A ``$ref`` to a URL used to be fetched on every call, from the application
+    itself, on the event loop; a dangling local one loaded, then every call
+    raised. Both are load errors now, naming where the reference stands."""
+    import http.server
+    import threading
+
+    requests: list[str] = []
+
+    class Count(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            requests.append(self.path)
+            body = b'{"type": "string"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Count)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/s.json"
+        for ref, where in ((url, "/parameters/properties/x/$ref"), ("#/$defs/gone", None)):
+            document = {
+                "name": "r",
+                "handle": "command",
+                "command": "/bin/echo",
+                "arguments": ["{{x}}"],
+                "parameters": {"type": "object", "properties": {"x": {"$ref": ref}}},
+            }
+            with pytest.raises(HandleLoadError, match="does not resolve") as caught:
+                CommandHandle.load(document)
+            assert caught.value.pointer == (where or "/parameters/properties/x/$ref")
+        local = {
+            "name": "r",
+            "handle": "command",
+            "command": "/bin/echo",
+            "arguments": ["{{x}}"],
+            "parameters": {
+                "type": "object",
+                "$defs": {"word": {"type": "string"}},
+                "properties": {"x": {"$ref": "#/$defs/word"}},
+            },
+        }
+        assert Executor().call_sync(CommandHandle.load(local), {"x": "ok"}).stdout == "ok\n"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert requests == []
