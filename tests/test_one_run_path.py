@@ -587,3 +587,15 @@ def test_small_parity_gaps_are_closed(tmp_path: Path) -> None:
     assert result.content == "one\ntwo" and lines == [("stdout", "one"), ("stdout", "two")]
     with pytest.raises(CommandHandleError, match="same name 'say'"):
         Toolbox([*toolbox, *toolbox])
+
+
+def test_a_bare_0x_provider_takes_no_flag_names_from_the_model(tmp_path: Path) -> None:
+    """Each 0.x argument becomes ``--name value``: with no declared inputs the model
+    would choose the flags (``git log --output PATH`` wrote a file)."""
+    target = tmp_path / "written"
+    provider = {"provider_type": "cli", "name": "log", "command_name": "/bin/echo"}
+    toolbox = _toolbox(tmp_path, provider)
+    result = toolbox.call_sync(toolbox.names()[0], {"output": str(target)})
+    assert result.is_error and "`output` is not a parameter" in result.content
+    assert toolbox.executor.spawned == 0
+    assert not toolbox.call_sync(toolbox.names()[0], {}).is_error

@@ -128,14 +128,16 @@ def _utcp_tool(item: UtcpSource, file: Path, pointer: str, name: str | None = No
         description = item.description
     else:
         # A bare template: its placeholders are its parameters, all text, all needed.
+        # A bare 0.x provider declares none, and each argument's name would become
+        # a flag the model chose (--output PATH): it takes no arguments here;
+        # declare them in a manual's inputs.
         names = list(plan.arguments)
         parameters = {
             "type": "object",
             "properties": {arg: {"type": "string"} for arg in names},
             "required": names,
+            "additionalProperties": False,
         }
-        if plan.mode != "legacy":
-            parameters["additionalProperties"] = False
         tool_name = name if name and NAME_PATTERN.fullmatch(name) else llm_name(name or file.stem)
         description = ""
     return Tool(
