@@ -21,6 +21,7 @@ from .errors import CommandHandleError
 __all__ = [
     "JSONDecodeError",
     "NonJSONValueError",
+    "cache_key",
     "format_number",
     "scalar_text",
     "loads",
@@ -42,6 +43,22 @@ class JSONDecodeError(CommandHandleError, ValueError):
         self.message = message
         self.line = line
         self.column = column
+
+
+def cache_key(value: object) -> str | None:
+    """``value`` as compact JSON text, in its own key order, for the key of a
+    cache of what is built from it; None when ``value`` is not plain JSON.
+
+    Plain means that the text reads back as an equal value: a tuple, a key
+    that is not a string or a non-finite number has no key, so two values
+    that would be built differently never share one. Keys are not sorted: the
+    order of an object's members can show (in an environment, in a result).
+    """
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text if json.loads(text) == value else None
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def format_number(value: int | float) -> str:

@@ -7,16 +7,28 @@ pay neither: :func:`load` imports jsonschema on the first schema compiled,
 with ``rfc3987_syntax`` hidden, and registers the ``iri`` and
 ``iri-reference`` format checks itself, importing ``rfc3987_syntax`` the
 first time one of them is used. Every other format check is jsonschema's own.
+
+:func:`check_schema` checks a schema against the Draft 2020-12 meta-schema
+once per distinct schema: that check costs about a millisecond, and a folder
+of tools, a reload or a dict handle passed to every call repeats the same
+schemas.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["load"]
+from ._json import cache_key
+
+__all__ = ["check_schema", "load"]
+
+# Distinct valid schemas remembered; the least recently seen is forgotten first.
+CHECKED_SCHEMAS = 4096
 
 _GRAMMAR = "rfc3987_syntax"
 
@@ -56,3 +68,29 @@ def load() -> ModuleType:
             checker.checks("iri", raises=ValueError)(_iri_check("iri"))
             checker.checks("iri-reference", raises=ValueError)(_iri_check("iri_reference"))
     return jsonschema
+
+
+_checked: OrderedDict[str, None] = OrderedDict()
+_checked_lock = threading.Lock()
+
+
+def check_schema(schema: object) -> None:
+    """``Draft202012Validator.check_schema(schema)``, run once per distinct schema.
+
+    Raises jsonschema's ``SchemaError`` as it does. Only schemas that passed
+    are remembered, keyed by their JSON text (the meta-schema check
+    depends on nothing else), so a refusal is always the check's own, with
+    its path. A schema that is not plain JSON is checked every time.
+    """
+    key = cache_key(schema)
+    if key is not None:
+        with _checked_lock:
+            if key in _checked:
+                _checked.move_to_end(key)
+                return
+    load().Draft202012Validator.check_schema(schema)
+    if key is not None:
+        with _checked_lock:
+            _checked[key] = None
+            while len(_checked) > CHECKED_SCHEMAS:
+                _checked.popitem(last=False)

@@ -15,6 +15,7 @@ of them. Only the waiting differs between these paths (see ``_drive``).
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -25,6 +26,7 @@ from typing import Any, TypeVar, cast, overload
 
 import anyio
 
+from .._json import cache_key
 from ..call import CommandResult, Invocation, PlanResult, PreparedCall
 from ..errors import AfterRunError, CommandHandleError, HandleError, PolicyError
 from ..handle import CommandHandle
@@ -43,7 +45,8 @@ HandleSource = CommandHandle | dict[str, Any] | str | os.PathLike[str]
 # Called with each child's pid and program once it runs; it must not raise.
 OnStarted = Callable[[int, str], None]
 R = TypeVar("R", CommandResult, PlanResult)
-_CACHED_FILES = 256
+K = TypeVar("K")
+_CACHED_FILES = 256  # handles loaded from files, and from dicts, each
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ class Executor:
         self._lock = threading.Lock()
         self._spawned = 0
         self._files: OrderedDict[tuple[str, int, int], CommandHandle] = OrderedDict()
+        self._dicts: OrderedDict[str, CommandHandle] = OrderedDict()
 
     @property
     def spawned(self) -> int:
@@ -112,28 +116,36 @@ class Executor:
 
     def _load(self, handle: HandleSource) -> CommandHandle:
         """A loaded handle. Files are cached by path, modification time and size;
-        a dict is compiled on every call (load it once with
-        :meth:`CommandHandle.load` to avoid that)."""
+        dicts by their JSON text (a handle compiled from its own copy,
+        so changing the dict later changes nothing cached)."""
         if isinstance(handle, CommandHandle):
             return handle
         if isinstance(handle, dict):
-            return CommandHandle.load(handle)
+            text = cache_key(handle)
+            if text is None:  # not plain JSON (a tuple, say): compiled as it is
+                return CommandHandle.load(handle)
+            return self._cached(self._dicts, text, lambda: CommandHandle.load(json.loads(text)))
         path = os.fspath(handle)
         try:
             info = os.stat(path)
         except OSError:
             return CommandHandle.load(path)  # load() raises the refusal that says why
         key = (os.path.abspath(path), info.st_mtime_ns, info.st_size)
+        return self._cached(self._files, key, lambda: CommandHandle.load(path))
+
+    def _cached(
+        self, cache: OrderedDict[K, CommandHandle], key: K, load: Callable[[], CommandHandle]
+    ) -> CommandHandle:
         with self._lock:
-            cached = self._files.get(key)
+            cached = cache.get(key)
             if cached is not None:
-                self._files.move_to_end(key)
+                cache.move_to_end(key)
                 return cached
-        loaded = CommandHandle.load(path)
+        loaded = load()
         with self._lock:
-            self._files[key] = loaded
-            while len(self._files) > _CACHED_FILES:
-                self._files.popitem(last=False)
+            cache[key] = loaded
+            while len(cache) > _CACHED_FILES:
+                cache.popitem(last=False)
         return loaded
 
     def prepare(self, handle: HandleSource, args: object = None) -> PreparedCall[CommandResult]:

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from .. import _json, _jsonschema, form
+from .. import _json, _jsonschema
 from .._documents import read_document
 from .._secrets import MIN_REDACTED, secret_values
 from ..args import OptionLikeError
@@ -46,6 +46,7 @@ from ..policy import (
     resolve_environment,
 )
 from ._options import allowed_values, check_option_like, refusal_from_encoding
+from ._templates import compile_shared
 from .directives._registry import registry_for
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
@@ -152,6 +153,10 @@ class CommandHandle(BaseModel):
         except FormError as exc:
             raise HandleLoadError(f"invalid template: {exc.message}", exc.pointer) from None
 
+    # Pydantic's mark of its own __init__: without it, model_validate (load)
+    # calls this __init__, which validates and compiles the handle a second time.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
         """A new handle with ``update`` applied, validated and compiled afresh.
 
@@ -203,7 +208,7 @@ class CommandHandle(BaseModel):
             raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
         jsonschema = _jsonschema.load()
         try:
-            jsonschema.Draft202012Validator.check_schema(self.parameters)
+            _jsonschema.check_schema(self.parameters)
         except jsonschema.SchemaError as exc:
             raise _FieldError(
                 f"parameters is not a valid JSON Schema: {exc.message}",
@@ -833,7 +838,7 @@ def _check_output_schema(schema: dict[str, Any], jsonschema: Any) -> None:
             "/output_schema",
         )
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
+        _jsonschema.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise _FieldError(
             f"output_schema is not a valid JSON Schema: {exc.message}",
@@ -896,7 +901,7 @@ class _FieldError(CommandHandleError, ValueError):
 
 def _compile(value: object, pointer: str, field: str) -> Template:
     try:
-        return form.compile_template(value, registry=registry_for(field))
+        return compile_shared(value, registry_for(field))
     except FormError as exc:
         raise _FieldError(f"invalid Tool Form: {exc.message}", pointer + exc.pointer) from None
 

@@ -187,7 +187,7 @@ class UtcpTool(BaseModel):
     def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
         jsonschema = _jsonschema.load()
         try:
-            jsonschema.Draft202012Validator.check_schema(value)
+            _jsonschema.check_schema(value)
         except jsonschema.SchemaError as exc:
             where = "".join(f"/{part}" for part in exc.path)
             raise ValueError(f"not a valid JSON Schema at {where or '/'}: {exc.message}") from None
