@@ -124,7 +124,6 @@ def supervise(
     limit = None if timeout is None else time.monotonic() + timeout
     terminating = False
     exited_at: float | None = None
-    started = False
     try:
         poller.register(child.exit_fd, select.EPOLLIN)
         for fd in readers:
@@ -152,9 +151,10 @@ def supervise(
                     child.kill_group()
                     limit = None  # SIGKILL cannot be ignored: wait for the exit
                 continue
-            # Right after the launch nothing is ready yet: wait at once.
-            events = poller.poll(0) if started else []
-            started = True
+            # Polled before any wait, also right after the launch: on one CPU the
+            # child has often run to its end while the launch was handed back,
+            # and a wait through an event loop costs far more than this poll.
+            events = poller.poll(0)
             if not events:
                 try:
                     polled = yield Wait(poller, None if limit is None else limit - now)
