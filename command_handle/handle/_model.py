@@ -214,9 +214,7 @@ class CommandHandle(BaseModel):
                 f"parameters is not a valid JSON Schema: {exc.message}",
                 _pointer_of(["parameters", *exc.path]),
             ) from None
-        return jsonschema.Draft202012Validator(
-            self.parameters, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-        )
+        return _jsonschema.ArgumentsValidator(self.parameters)
 
     def _declared(self, name: str) -> bool:
         """Whether ``parameters`` declares the property ``name``."""
