@@ -258,28 +258,41 @@ class Executor:
             # microseconds after the same checks.
             if waited or not fresh:
                 prepared.recheck()
+            if profile is None:  # no TMPDIR to make: no context manager on every call
+                return await self._run_in(prepared, None, None, on_chunk, on_started)
             async with call_tmpdir_async(profile) as tmpdir:
-                spawner = spawner_for(profile) if profile is not None else None
-                if prepared.kind == "plan":
-                    return await _run_plan()(
-                        prepared,
-                        _plan_with_tmpdir(prepared, tmpdir),
-                        self._count_spawn,
-                        spawner,
-                        profile,
-                        on_started,
-                        on_chunk,
-                    )
-                assert prepared.invocation is not None
-                result = await run_invocation(
-                    _with_tmpdir(prepared.invocation, tmpdir, profile),
-                    on_chunk,
-                    self._count_spawn,
-                    spawner,
-                    _with_program(on_started, prepared.program),
-                )
+                return await self._run_in(prepared, tmpdir, profile, on_chunk, on_started)
         finally:
             self._slots.release()
+
+    async def _run_in(
+        self,
+        prepared: PreparedCall[Any],
+        tmpdir: str | None,
+        profile: SandboxProfile | None,
+        on_chunk: ChunkCallback | None,
+        on_started: OnStarted | None,
+    ) -> CommandResult | PlanResult:
+        """The call, holding its slot, with its TMPDIR when confined."""
+        spawner = spawner_for(profile) if profile is not None else None
+        if prepared.kind == "plan":
+            return await _run_plan()(
+                prepared,
+                _plan_with_tmpdir(prepared, tmpdir),
+                self._count_spawn,
+                spawner,
+                profile,
+                on_started,
+                on_chunk,
+            )
+        assert prepared.invocation is not None
+        result = await run_invocation(
+            _with_tmpdir(prepared.invocation, tmpdir, profile),
+            on_chunk,
+            self._count_spawn,
+            spawner,
+            _with_program(on_started, prepared.program),
+        )
         return PlanResult.one_step(result) if prepared.kind == "one-step" else result
 
     @overload
@@ -328,15 +341,24 @@ class Executor:
         try:
             if waited or not fresh:
                 prepared.recheck()
-            with call_tmpdir(profile) as tmpdir:
-                assert prepared.invocation is not None
+            assert prepared.invocation is not None
+            if profile is None:  # no TMPDIR to make: no context manager on every call
                 result = run_invocation_sync(
-                    _with_tmpdir(prepared.invocation, tmpdir, profile),
+                    prepared.invocation,
                     self._count_spawn,
-                    spawner_for(profile) if profile is not None else None,
+                    None,
                     _with_program(on_started, prepared.program),
                     on_chunk,
                 )
+            else:
+                with call_tmpdir(profile) as tmpdir:
+                    result = run_invocation_sync(
+                        _with_tmpdir(prepared.invocation, tmpdir, profile),
+                        self._count_spawn,
+                        spawner_for(profile),
+                        _with_program(on_started, prepared.program),
+                        on_chunk,
+                    )
         finally:
             self._slots.release()
         return PlanResult.one_step(result) if prepared.kind == "one-step" else result
