@@ -100,20 +100,32 @@ def test_the_constructor_still_refuses_a_bad_handle_as_load_does() -> None:
         CommandHandle(**{**_echo("x"), "arguments": [{"$": "$$$["}]})
 
 
+def _beyond_the_plain_subset(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with a schema that jsonschema itself must check (``$defs``)."""
+    document["parameters"]["$defs"] = {"unused": {"type": "string"}}
+    return document
+
+
 def test_a_schema_is_checked_against_the_meta_schema_once(meta_checks: list[object]) -> None:
     description = str(uuid.uuid4())  # a schema no other test has checked
     for _ in range(3):
-        CommandHandle.load(_echo(description))
+        CommandHandle.load(_beyond_the_plain_subset(_echo(description)))
     assert len(meta_checks) == 1
     # The same schema in a UTCP tool's inputs is not checked again.
     utcp.load(
         {
             "name": "t",
-            "inputs": _echo(description)["parameters"],
+            "inputs": _beyond_the_plain_subset(_echo(description))["parameters"],
             "tool_call_template": {"call_template_type": "cli", "commands": [{"command": "id"}]},
         }
     )
     assert len(meta_checks) == 1
+
+
+def test_a_plain_schema_needs_no_walk_of_the_meta_schema(meta_checks: list[object]) -> None:
+    """Typed properties and bounds whose values the meta-schema allows: accepted at once."""
+    CommandHandle.load(_echo(str(uuid.uuid4())))
+    assert meta_checks == []
 
 
 def test_an_invalid_schema_is_refused_every_time(meta_checks: list[object]) -> None:
@@ -130,7 +142,7 @@ def test_a_schema_that_is_not_plain_json_is_checked_every_time(
     meta_checks: list[object],
 ) -> None:
     """A tuple reads back as a list: the two must not share a cached verdict."""
-    document = _echo(str(uuid.uuid4()))
+    document = _beyond_the_plain_subset(_echo(str(uuid.uuid4())))
     CommandHandle.load(document)
     document["parameters"]["required"] = ("word",)
     with pytest.raises(HandleLoadError, match="parameters is not a valid JSON Schema"):

@@ -169,3 +169,96 @@ def test_arguments_the_quick_check_defers_are_refused_by_jsonschema() -> None:
     assert found == {("/n", "maximum"), ("", "required"), ("", "additionalProperties")}
     validator = ArgumentsValidator({"type": "object"})
     assert validator.is_valid({}) and not validator.is_valid([])
+
+
+# -- the meta-schema check of a plain schema -----------------------------------------
+
+odd_values = st.one_of(
+    scalars,
+    st.sampled_from([-1, 2, 1.5, "(", "[a-", "^ok$", ["string"], ["string", "string"], []]),
+    st.lists(st.sampled_from([*TYPES, "widget", 1]), max_size=3),
+)
+KEYWORDS = [
+    "type",
+    "enum",
+    "const",
+    "pattern",
+    "format",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "required",
+    "title",
+    "description",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+    "default",
+]
+
+
+GOOD: dict[str, st.SearchStrategy[object]] = {
+    "type": st.one_of(
+        st.sampled_from(TYPES),
+        st.lists(st.sampled_from(TYPES), min_size=1, max_size=2, unique=True),
+    ),
+    "pattern": st.sampled_from(["^a", "[0-9]+", ""]),
+    "required": st.lists(st.sampled_from(NAMES), max_size=2, unique=True),
+    **{k: st.integers(0, 3) for k in ("minLength", "maxLength", "minItems", "maxItems")},
+    **{k: st.text(max_size=3) for k in ("title", "description", "$comment", "format")},
+    **{k: st.booleans() for k in ("deprecated", "readOnly", "writeOnly")},
+}
+
+
+@st.composite
+def doubtful_schemas(draw: st.DrawFn, depth: int = 0) -> object:
+    """Schemas of the plain subset's keywords, holding any value, valid or not."""
+    if draw(st.integers(0, 8)) == 0:
+        return draw(st.one_of(st.booleans(), odd_values))
+    schema: dict[str, object] = {}
+    for keyword in draw(st.lists(st.sampled_from(KEYWORDS), max_size=4, unique=True)):
+        fitting = GOOD.get(keyword, odd_values)
+        schema[keyword] = draw(fitting if draw(st.booleans()) else odd_values)
+    if depth < 2:
+        if draw(st.booleans()):
+            members = st.dictionaries(
+                st.sampled_from(NAMES), doubtful_schemas(depth + 1), max_size=2
+            )
+            schema["properties"] = draw(st.one_of(members, odd_values))
+        for keyword in ("items", "additionalProperties"):
+            if draw(st.integers(0, 3)) == 0:
+                schema[keyword] = draw(doubtful_schemas(depth + 1))
+    return schema
+
+
+@settings(max_examples=3000, deadline=None)
+@given(doubtful_schemas())
+def test_a_plain_schema_is_accepted_at_once_only_when_the_meta_schema_accepts_it(
+    schema: object,
+) -> None:
+    from command_handle._jsonschema import _plainly_valid_schema
+
+    validator_class = load().Draft202012Validator
+    if _plainly_valid_schema(schema, 0):
+        validator_class.check_schema(schema)  # raises if the quick answer was wrong
+
+
+def test_a_bad_plain_schema_is_refused_with_jsonschema_s_words() -> None:
+    from command_handle._jsonschema import check_schema
+
+    jsonschema = load()
+    for bad, where in (
+        ({"type": "object", "properties": {"a": {"minLength": -1}}}, ["properties", "a"]),
+        ({"type": "object", "required": ["a", "a"]}, ["required"]),
+        ({"type": "object", "properties": {"a": {"pattern": "("}}}, ["properties", "a"]),
+    ):
+        with pytest.raises(jsonschema.SchemaError) as refused:
+            check_schema(bad)
+        assert list(refused.value.path)[: len(where)] == where
