@@ -10,7 +10,7 @@ Rows:
   and ``json.load`` of every file. Goal: within 10x. Each load starts with the
   meta-schema cache empty, as a fresh server does;
 - the same folder with every handle's schema distinct (a description that
-  holds the handle's number), where every schema pays its meta-schema check;
+  holds the handle's number), so that no cache of checked schemas helps;
 - the first folder loaded again in the same process (schemas known);
 - ``Executor.call_sync`` of ``/bin/echo`` given the handle as a dict, against
   the handle loaded once (per call).
