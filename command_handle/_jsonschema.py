@@ -181,32 +181,35 @@ def _number(schema: dict[str, object], keyword: str) -> float | None:
     return bound  # type: ignore[return-value]
 
 
+# The keywords the quick check decides.
+_QUICK_KEYWORDS = _ANNOTATIONS | {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "enum",
+    "const",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "items",
+    "minItems",
+    "maxItems",
+}
+
+
 def _compile(schema: object, formats: Any, depth: int) -> Check:
     if schema is True:
         return lambda value: True
     if not isinstance(schema, dict) or depth > _MAX_DEPTH:
         raise _not_plain()
     checks: list[Check] = []
-    known = _ANNOTATIONS | {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "enum",
-        "const",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "items",
-        "minItems",
-        "maxItems",
-    }
-    if not set(schema) <= known:
+    if not schema.keys() <= _QUICK_KEYWORDS:
         raise _not_plain()
     kind = schema.get("type")
     if kind is not None:
@@ -405,28 +408,6 @@ class ArgumentsValidator:
 # check, True means certainly valid and False means "ask jsonschema".
 
 _SIMPLE_TYPES = frozenset(_TYPES)
-_STRINGS = ("title", "description", "$comment", "format")
-_FLAGS = ("deprecated", "readOnly", "writeOnly")
-_COUNTS = ("minLength", "maxLength", "minItems", "maxItems")
-_NUMBERS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-_PLAIN_KEYWORDS = frozenset(
-    {
-        *_STRINGS,
-        *_FLAGS,
-        *_COUNTS,
-        *_NUMBERS,
-        "examples",
-        "default",
-        "type",
-        "enum",
-        "const",
-        "pattern",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-    }
-)
 
 
 def _unique_strings(value: object, allowed: frozenset[str] | None = None) -> bool:
@@ -435,41 +416,80 @@ def _unique_strings(value: object, allowed: frozenset[str] | None = None) -> boo
     return len(set(value)) == len(value) and (allowed is None or set(value) <= allowed)
 
 
+def _type_names(value: object) -> bool:
+    if type(value) is str:
+        return value in _SIMPLE_TYPES
+    return bool(value) and _unique_strings(value, _SIMPLE_TYPES)
+
+
+def _regex(value: object) -> bool:
+    if type(value) is not str:
+        return False
+    try:
+        re.compile(value)  # the meta-schema's format "regex", as jsonschema checks it
+    except re.error:
+        return False
+    return True
+
+
+def _anything(value: object) -> bool:
+    return True
+
+
+def _is_string(value: object) -> bool:
+    return type(value) is str
+
+
+def _is_flag(value: object) -> bool:
+    return value is True or value is False
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_number(value: object) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def _is_list(value: object) -> bool:
+    return type(value) is list
+
+
+# What the 2020-12 meta-schema asks of each plain keyword's value.
+_KEYWORD_VALUES: dict[str, Callable[[object], bool]] = {
+    **dict.fromkeys(("title", "description", "$comment", "format"), _is_string),
+    **dict.fromkeys(("deprecated", "readOnly", "writeOnly"), _is_flag),
+    **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), _is_count),
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), _is_number),
+    "examples": _is_list,
+    "enum": _is_list,
+    "default": _anything,
+    "const": _anything,
+    "type": _type_names,
+    "pattern": _regex,
+    "required": _unique_strings,
+}
+
+
 def _plainly_valid_schema(schema: object, depth: int) -> bool:
     """Whether ``schema`` certainly passes the 2020-12 meta-schema (False: ask jsonschema)."""
     if schema is True or schema is False:
         return True
-    if type(schema) is not dict or depth > _MAX_DEPTH or not set(schema) <= _PLAIN_KEYWORDS:
+    if type(schema) is not dict or depth > _MAX_DEPTH:
         return False
-    get = schema.get
-    if not all(type(get(k, "")) is str for k in _STRINGS):
-        return False
-    if not all(get(k, False) is True or get(k, False) is False for k in _FLAGS):
-        return False
-    if not all(type(get(k, 0)) is int and get(k, 0) >= 0 for k in _COUNTS):
-        return False
-    if not all(type(get(k, 0)) in (int, float) for k in _NUMBERS):
-        return False
-    if type(get("examples", [])) is not list or type(get("enum", [])) is not list:
-        return False
-    kind = get("type", "string")
-    if not (
-        (type(kind) is str and kind in _SIMPLE_TYPES)
-        or (_unique_strings(kind, _SIMPLE_TYPES) and kind)
-    ):
-        return False
-    if "pattern" in schema:
-        pattern = schema["pattern"]
-        if type(pattern) is not str:
-            return False
-        try:
-            re.compile(pattern)  # the meta-schema's format "regex", as jsonschema checks it
-        except re.error:
-            return False
-    if not _unique_strings(get("required", [])):
-        return False
-    properties = get("properties", {})
-    if type(properties) is not dict or not all(type(name) is str for name in properties):
-        return False
-    children = [*properties.values(), get("additionalProperties", True), get("items", True)]
-    return all(_plainly_valid_schema(child, depth + 1) for child in children)
+    for keyword, value in schema.items():
+        if keyword == "properties":
+            if type(value) is not dict:
+                return False
+            for name, child in value.items():
+                if type(name) is not str or not _plainly_valid_schema(child, depth + 1):
+                    return False
+        elif keyword == "additionalProperties" or keyword == "items":
+            if not _plainly_valid_schema(value, depth + 1):
+                return False
+        else:
+            check = _KEYWORD_VALUES.get(keyword)
+            if check is None or not check(value):
+                return False  # a keyword beyond the subset, or a value it refuses
+    return True
