@@ -1,6 +1,19 @@
-"""Where a trio call's time goes, rung by rung, against the posix_spawn floor.
+"""Where a trio call's time goes, rung by rung, against the posix_spawn floors.
 
-Run: .venv/bin/python benchmarks/floor_ladder.py [--quick]
+Run: .venv/bin/python benchmarks/floor_ladder.py [--quick] [--pin CPU]
+
+``--pin 0`` runs everything on CPU 0 (as ``taskset -c 0`` does; children
+inherit it), as in a container limited to one core: there the spawner thread
+cannot overlap the event loop.
+
+Two floors, each timed in a block before every block of a rung:
+
+- the raw floor: ``os.posix_spawn`` + ``waitpid``, stdout to /dev/null, no
+  pipes, no session;
+- the fair floor: what any complete call must do, in C as far as Python
+  allows: ``os.posix_spawn`` with stdin from /dev/null, stdout and stderr
+  on pipes read to end-of-file, a new session (``setsid=True``), then
+  ``waitpid``.
 
 Each rung adds one thing a complete call needs to the one before it, all
 under trio and all launching ``/bin/echo hi`` with glibc's posix_spawn:
@@ -15,11 +28,13 @@ under trio and all launching ``/bin/echo hi`` with glibc's posix_spawn:
 6. ``Executor.run``: the policy's sandbox check, the slot, the program re-check;
 7. ``Executor.call``: validation and evaluation (render) before all of it;
 8. the same with the ``no_new_privs`` spawner thread (the default; rungs 4 to
-   7 launch in the caller's thread, as ``Policy.allow_setuid`` does).
+   7 launch in the caller's thread, as ``Policy.allow_setuid`` does);
+9. ``Executor.call_sync`` (the default), blocking, for comparison.
 
-Every block of 20 calls of a rung is timed right after a block of the floor
-(``os.posix_spawn`` + ``waitpid``, no pipes) and divided by it, so that the
-drift of a shared machine cancels; the figure is the median of those ratios.
+Every block of 20 calls of a rung is timed right after a block of each floor
+and divided by it, so that the drift of a shared machine cancels; the figures
+are the medians of those ratios, with their lowest and highest. Goals: rung
+8 within 1.6x the fair floor on one CPU, rung 9 within 1.3x.
 """
 
 from __future__ import annotations
@@ -51,6 +66,21 @@ _TO_DEVNULL = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
 
 def floor() -> None:
     pid = os.posix_spawn(ARGV[0], ARGV, {}, file_actions=_TO_DEVNULL)
+    os.waitpid(pid, 0)
+
+
+def fair_floor() -> None:
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out_write, 1),
+        (os.POSIX_SPAWN_DUP2, err_write, 2),
+    ]
+    pid = os.posix_spawn(ARGV[0], ARGV, {}, file_actions=actions, setsid=True)
+    os.close(out_write)
+    os.close(err_write)
+    _drain(out_read, err_read)
     os.waitpid(pid, 0)
 
 
@@ -136,6 +166,10 @@ async def executor_call_no_new_privs() -> None:
     await DEFAULT.call(HANDLE, ARGS)
 
 
+async def executor_call_sync() -> None:
+    DEFAULT.call_sync(HANDLE, ARGS)
+
+
 RUNGS: list[tuple[str, Callable[[], Awaitable[None]]]] = [
     ("1 spawn, pidfd wait, read after exit", pidfd_only),
     ("2 + pipes watched while it runs", pipes_watched),
@@ -145,6 +179,7 @@ RUNGS: list[tuple[str, Callable[[], Awaitable[None]]]] = [
     ("6 Executor.run", executor_run),
     ("7 Executor.call (render first)", executor_call),
     ("8 Executor.call, no_new_privs thread", executor_call_no_new_privs),
+    ("9 Executor.call_sync (blocking)", executor_call_sync),
 ]
 
 
@@ -155,28 +190,54 @@ async def _block(function: Callable[[], Awaitable[None]], size: int) -> float:
     return (time.perf_counter() - start) / size
 
 
+def _sync_block(function: Callable[[], None], size: int) -> float:
+    start = time.perf_counter()
+    for _ in range(size):
+        function()
+    return (time.perf_counter() - start) / size
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):>6.3f} ({min(values):.2f}-{max(values):.2f})"
+
+
 async def measure(blocks: int, size: int) -> None:
     for _, function in RUNGS:  # warm up
         await _block(function, 5)
-    ratios: dict[str, list[float]] = {name: [] for name, _ in RUNGS}
-    floors: list[float] = []
+    raw: dict[str, list[float]] = {name: [] for name, _ in RUNGS}
+    fair: dict[str, list[float]] = {name: [] for name, _ in RUNGS}
+    raw_floors: list[float] = []
+    fair_floors: list[float] = []
     for _ in range(blocks):
         for name, function in RUNGS:
-            start = time.perf_counter()
-            for _ in range(size):
-                floor()
-            base = (time.perf_counter() - start) / size
-            floors.append(base)
-            ratios[name].append(await _block(function, size) / base)
-    print(f"floor (posix_spawn + waitpid): {statistics.median(floors) * 1e3:.3f} ms per call")
-    print(f"{'rung':<40} {'x floor':>8}")
-    for name, values in ratios.items():
-        print(f"{name:<40} {statistics.median(values):>8.3f}")
+            raw_base = _sync_block(floor, size)
+            fair_base = _sync_block(fair_floor, size)
+            raw_floors.append(raw_base)
+            fair_floors.append(fair_base)
+            spent = await _block(function, size)
+            raw[name].append(spent / raw_base)
+            fair[name].append(spent / fair_base)
+    cpus = sorted(os.sched_getaffinity(0))
+    print(f"CPUs {cpus}; {blocks} blocks of {size} calls per rung")
+    print(
+        f"raw floor (posix_spawn + waitpid): {statistics.median(raw_floors) * 1e3:.3f} ms per call"
+    )
+    fair_over_raw = statistics.median(f / r for f, r in zip(fair_floors, raw_floors, strict=True))
+    print(
+        "fair floor (+ stdin /dev/null, two pipes read to EOF, setsid): "
+        f"{statistics.median(fair_floors) * 1e3:.3f} ms per call ({fair_over_raw:.3f}x raw)"
+    )
+    print(f"{'rung':<40} {'x raw floor':>20} {'x fair floor':>20}")
+    for name, _ in RUNGS:
+        print(f"{name:<40} {_spread(raw[name]):>20} {_spread(fair[name]):>20}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer blocks (smoke test)")
+    parser.add_argument("--pin", type=int, metavar="CPU", help="run on this CPU only")
     options = parser.parse_args()
+    if options.pin is not None:
+        os.sched_setaffinity(0, {options.pin})
     blocks, size = (3, 10) if options.quick else (40, 20)
     trio.run(measure, blocks, size)

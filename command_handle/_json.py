@@ -23,6 +23,7 @@ __all__ = [
     "JSONDepthError",
     "NonJSONValueError",
     "deeper_than",
+    "cache_key",
     "format_number",
     "scalar_text",
     "loads",
@@ -67,6 +68,22 @@ def deeper_than(value: object, limit: int) -> bool:
             return True
         pending.extend((child, depth + 1) for child in children)
     return False
+
+
+def cache_key(value: object) -> str | None:
+    """``value`` as compact JSON text, in its own key order, for the key of a
+    cache of what is built from it; None when ``value`` is not plain JSON.
+
+    Plain means that the text reads back as an equal value: a tuple, a key
+    that is not a string or a non-finite number has no key, so two values
+    that would be built differently never share one. Keys are not sorted: the
+    order of an object's members can show (in an environment, in a result).
+    """
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text if json.loads(text) == value else None
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def format_number(value: int | float) -> str:

@@ -7,10 +7,26 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CommandResult"]
+__all__ = ["CommandResult", "sized"]
 
 
-@dataclass(frozen=True)
+def sized(value: object) -> str:
+    """A value as its type and size, never its contents: what a repr shows of
+    output, which may be hundreds of megabytes (and may hold secrets)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return f"<str, {len(value)} chars>"
+    if isinstance(value, (bytes, bytearray)):
+        return f"<bytes, {len(value)} bytes>"
+    if isinstance(value, dict):
+        return f"<dict, {len(value)} keys>"
+    if isinstance(value, (list, tuple)):
+        return f"<{type(value).__name__}, {len(value)} items>"
+    return f"<{type(value).__name__}>"
+
+
+@dataclass(frozen=True, repr=False)
 class CommandResult:
     """What ran and what it did.
 
@@ -20,6 +36,8 @@ class CommandResult:
     bytes are replaced and ``stdout_replaced``/``stderr_replaced`` say so.
     ``view`` is what the model should see: the handle's ``result`` template
     applied to :meth:`to_json`, or that JSON itself.
+
+    Its repr is short whatever the output holds: sizes, not contents.
     """
 
     argv: tuple[str, ...]
@@ -41,6 +59,32 @@ class CommandResult:
     # kept head and this tail show how the output began and ended.
     stdout_tail: str | bytes | None = field(default=None, compare=False)
     stderr_tail: str | bytes | None = field(default=None, compare=False)
+
+    def __repr__(self) -> str:
+        # The dataclass repr would copy the whole output (twice, with escapes):
+        # asyncio.run formats the repr of the result it returns, and so does any
+        # log line or debugger. What ran, how it ended and how much it wrote.
+        parts = [f"argv=[{self.argv[0]!r}, +{len(self.argv) - 1} args]" if self.argv else "argv=[]"]
+        if self.signal is not None:
+            parts.append(f"signal={self.signal_name}")
+        else:
+            parts.append(f"exit_code={self.exit_code}")
+        if self.timed_out:
+            parts.append("timed_out=True")
+        for name, value, total, truncated, replaced in (
+            ("stdout", self.stdout, self.stdout_bytes, self.stdout_truncated, self.stdout_replaced),
+            ("stderr", self.stderr, self.stderr_bytes, self.stderr_truncated, self.stderr_replaced),
+        ):
+            shown = sized(value)
+            if truncated:
+                shown += f" kept of {total} bytes"
+            if replaced:
+                shown += " (invalid bytes replaced)"
+            parts.append(f"{name}={shown}")
+        if self.view is not None:
+            parts.append(f"view={sized(self.view)}")
+        parts.append(f"duration_s={self.duration_s:.3f}")
+        return f"CommandResult({', '.join(parts)})"
 
     @property
     def ok(self) -> bool:

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._command_result import CommandResult
+from ._command_result import CommandResult, sized
 
 __all__ = ["PlanResult", "StepResult"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class StepResult:
     """One step: its merged output as captured, its exit status, and whether the
-    output was cut at the policy's ``max_output``."""
+    output was cut at the policy's ``max_output``. Its repr gives sizes, not contents."""
 
     index: int
     output: bytes
     status: int
     truncated: bool
     appended: bool
+
+    def __repr__(self) -> str:
+        cut = ", truncated=True" if self.truncated else ""
+        return (
+            f"StepResult(index={self.index}, status={self.status}, "
+            f"output={sized(self.output)}{cut}, appended={self.appended})"
+        )
 
     @property
     def text(self) -> str:
@@ -35,15 +42,24 @@ class StepResult:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PlanResult:
     """What the steps did. ``output`` joins the appended steps' outputs by newlines
     and strips the ends, as utcp-cli does. ``timed_out`` means the policy's timeout
-    stopped the plan; ``steps`` then ends with the step that was running."""
+    stopped the plan; ``steps`` then ends with the step that was running. Its
+    repr is short whatever the steps wrote: sizes, not contents."""
 
     steps: tuple[StepResult, ...]
     timed_out: bool
     duration_s: float
+
+    def __repr__(self) -> str:
+        # A few steps in full, then a count: a plan may have many.
+        shown = ", ".join(repr(step) for step in self.steps[:3])
+        if len(self.steps) > 3:
+            shown += f", +{len(self.steps) - 3} more"
+        timed_out = ", timed_out=True" if self.timed_out else ""
+        return f"PlanResult(steps=[{shown}]{timed_out}, duration_s={self.duration_s:.3f})"
 
     @property
     def output(self) -> str:

@@ -58,9 +58,11 @@ class Capture:
         When the cap cut the stream, a character split by the cut is dropped
         rather than reported as invalid: valid output is never "replaced".
         """
-        data = bytes(self.buffer)
+        # Decoded straight from the buffer: a copy first would cost the output's
+        # size again in time and peak memory (docs/decisions.md).
+        data = self.buffer
         if encoding == "binary":
-            return data, False
+            return bytes(data), False
         if not self.truncated:
             try:
                 return data.decode(encoding), False

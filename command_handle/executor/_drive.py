@@ -11,6 +11,7 @@ waits while it kills the child's group, then re-raises.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, Generator
 from typing import TypeVar
 
@@ -107,7 +108,10 @@ async def drive(
     supervisor: Generator[Request, Events, T], on_chunk: ChunkCallback | None = None
 ) -> T:
     """Run ``supervisor`` under the running event loop (trio or asyncio)."""
-    wait = _wait_trio if sniffio.current_async_library() == "trio" else _wait_asyncio
+    trio_loop = sniffio.current_async_library() == "trio"
+    if trio_loop and on_chunk is None:
+        return await _drive_trio(supervisor)
+    wait = _wait_trio if trio_loop else _wait_asyncio
     try:
         request = next(supervisor)
         while True:
@@ -133,3 +137,66 @@ async def drive(
         return value
     finally:
         supervisor.close()
+
+
+async def _drive_trio(supervisor: Generator[Request, Events, T]) -> T:
+    """:func:`drive` under trio with nothing to stream. The waits share one
+    cancel scope for as long as the supervisor's deadline stays the same (it
+    moves at the timeout and at the child's exit), rather than entering one
+    scope per wait (docs/decisions.md)."""
+    import trio
+
+    wait_readable = trio.lowlevel.wait_readable
+    try:
+        request = next(supervisor)
+        while True:
+            assert isinstance(request, Wait)  # a Deliver only when streaming
+            deadline = _deadline(trio.current_time(), request.timeout)
+            with trio.CancelScope(deadline=deadline) as scope:
+                while True:
+                    try:
+                        await wait_readable(request.fd)
+                    except trio.Cancelled:
+                        if scope.cancel_called:
+                            raise  # the deadline: this scope catches it
+                        await _abort_trio(supervisor)
+                        raise
+                    except BaseException:
+                        await _abort_trio(supervisor)
+                        raise
+                    request = next(supervisor)
+                    assert isinstance(request, Wait)
+                    moved = _deadline(trio.current_time(), request.timeout)
+                    if abs(moved - deadline) > _SAME_DEADLINE:
+                        break  # a new deadline: a new scope
+            if scope.cancelled_caught:  # the deadline passed: the supervisor acts on it
+                request = next(supervisor)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+    finally:
+        supervisor.close()
+
+
+async def _abort_trio(supervisor: Generator[Request, Events, object]) -> None:
+    """Kill the child (the caller was cancelled) and wait, shielded, until it is reaped."""
+    import trio
+
+    with trio.CancelScope(shield=True):
+        try:
+            request = supervisor.throw(Abort())
+            while True:
+                if isinstance(request, Wait):
+                    await _wait_trio(request)
+                request = next(supervisor)
+        except StopIteration:
+            pass  # the child is dead and reaped
+
+
+# Deadlines computed from the supervisor's timeouts wobble by the time between
+# two clock reads; below this they are the same deadline.
+_SAME_DEADLINE = 0.001
+
+
+def _deadline(now: float, timeout: float | None) -> float:
+    return math.inf if timeout is None else now + timeout

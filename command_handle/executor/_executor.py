@@ -15,6 +15,7 @@ of them. Only the waiting differs between these paths (see ``_drive``).
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -25,6 +26,7 @@ from typing import Any, TypeVar, cast, overload
 
 import anyio
 
+from .._json import cache_key
 from .._loops import run_to_completion
 from ..call import CommandResult, Invocation, PlanResult, PreparedCall
 from ..errors import AfterRunError, CommandHandleError, HandleError, PolicyError
@@ -44,7 +46,8 @@ HandleSource = CommandHandle | dict[str, Any] | str | os.PathLike[str]
 # Called with each child's pid and program once it runs; it must not raise.
 OnStarted = Callable[[int, str], None]
 R = TypeVar("R", CommandResult, PlanResult)
-_CACHED_FILES = 256
+K = TypeVar("K")
+_CACHED_FILES = 256  # handles loaded from files, and from dicts, each
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ class Executor:
         self._lock = threading.Lock()
         self._spawned = 0
         self._files: OrderedDict[tuple[str, int, int], CommandHandle] = OrderedDict()
+        self._dicts: OrderedDict[str, CommandHandle] = OrderedDict()
 
     @property
     def spawned(self) -> int:
@@ -113,28 +117,36 @@ class Executor:
 
     def _load(self, handle: HandleSource) -> CommandHandle:
         """A loaded handle. Files are cached by path, modification time and size;
-        a dict is compiled on every call (load it once with
-        :meth:`CommandHandle.load` to avoid that)."""
+        dicts by their JSON text (a handle compiled from its own copy,
+        so changing the dict later changes nothing cached)."""
         if isinstance(handle, CommandHandle):
             return handle
         if isinstance(handle, dict):
-            return CommandHandle.load(handle)
+            text = cache_key(handle)
+            if text is None:  # not plain JSON (a tuple, say): compiled as it is
+                return CommandHandle.load(handle)
+            return self._cached(self._dicts, text, lambda: CommandHandle.load(json.loads(text)))
         path = os.fspath(handle)
         try:
             info = os.stat(path)
         except OSError:
             return CommandHandle.load(path)  # load() raises the refusal that says why
         key = (os.path.abspath(path), info.st_mtime_ns, info.st_size)
+        return self._cached(self._files, key, lambda: CommandHandle.load(path))
+
+    def _cached(
+        self, cache: OrderedDict[K, CommandHandle], key: K, load: Callable[[], CommandHandle]
+    ) -> CommandHandle:
         with self._lock:
-            cached = self._files.get(key)
+            cached = cache.get(key)
             if cached is not None:
-                self._files.move_to_end(key)
+                cache.move_to_end(key)
                 return cached
-        loaded = CommandHandle.load(path)
+        loaded = load()
         with self._lock:
-            self._files[key] = loaded
-            while len(self._files) > _CACHED_FILES:
-                self._files.popitem(last=False)
+            cache[key] = loaded
+            while len(cache) > _CACHED_FILES:
+                cache.popitem(last=False)
         return loaded
 
     def prepare(self, handle: HandleSource, args: object = None) -> PreparedCall[CommandResult]:
@@ -258,28 +270,41 @@ class Executor:
             # microseconds after the same checks.
             if waited or not fresh:
                 prepared.recheck()
+            if profile is None:  # no TMPDIR to make: no context manager on every call
+                return await self._run_in(prepared, None, None, on_chunk, on_started)
             async with call_tmpdir_async(profile) as tmpdir:
-                spawner = spawner_for(self.policy, profile, tmpdir)
-                if prepared.kind == "plan":
-                    return await _run_plan()(
-                        prepared,
-                        _plan_with_tmpdir(prepared, tmpdir),
-                        self._count_spawn,
-                        spawner,
-                        profile,
-                        on_started,
-                        on_chunk,
-                    )
-                assert prepared.invocation is not None
-                result = await run_invocation(
-                    _with_tmpdir(prepared.invocation, tmpdir, profile),
-                    on_chunk,
-                    self._count_spawn,
-                    spawner,
-                    _with_program(on_started, prepared.program),
-                )
+                return await self._run_in(prepared, tmpdir, profile, on_chunk, on_started)
         finally:
             self._slots.release()
+
+    async def _run_in(
+        self,
+        prepared: PreparedCall[Any],
+        tmpdir: str | None,
+        profile: SandboxProfile | None,
+        on_chunk: ChunkCallback | None,
+        on_started: OnStarted | None,
+    ) -> CommandResult | PlanResult:
+        """The call, holding its slot, with its TMPDIR when confined."""
+        spawner = spawner_for(self.policy, profile, tmpdir)
+        if prepared.kind == "plan":
+            return await _run_plan()(
+                prepared,
+                _plan_with_tmpdir(prepared, tmpdir),
+                self._count_spawn,
+                spawner,
+                profile,
+                on_started,
+                on_chunk,
+            )
+        assert prepared.invocation is not None
+        result = await run_invocation(
+            _with_tmpdir(prepared.invocation, tmpdir, profile),
+            on_chunk,
+            self._count_spawn,
+            spawner,
+            _with_program(on_started, prepared.program),
+        )
         return PlanResult.one_step(result) if prepared.kind == "one-step" else result
 
     @overload
@@ -328,15 +353,24 @@ class Executor:
         try:
             if waited or not fresh:
                 prepared.recheck()
-            with call_tmpdir(profile) as tmpdir:
-                assert prepared.invocation is not None
+            assert prepared.invocation is not None
+            if profile is None:  # no TMPDIR to make: no context manager on every call
                 result = run_invocation_sync(
-                    _with_tmpdir(prepared.invocation, tmpdir, profile),
+                    prepared.invocation,
                     self._count_spawn,
-                    spawner_for(self.policy, profile, tmpdir),
+                    spawner_for(self.policy, None, None),
                     _with_program(on_started, prepared.program),
                     on_chunk,
                 )
+            else:
+                with call_tmpdir(profile) as tmpdir:
+                    result = run_invocation_sync(
+                        _with_tmpdir(prepared.invocation, tmpdir, profile),
+                        self._count_spawn,
+                        spawner_for(self.policy, profile, tmpdir),
+                        _with_program(on_started, prepared.program),
+                        on_chunk,
+                    )
         finally:
             self._slots.release()
         return PlanResult.one_step(result) if prepared.kind == "one-step" else result

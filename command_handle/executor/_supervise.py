@@ -287,11 +287,11 @@ def supervise(
     kill = _KillSequence(child, timeout, grace)
     poller, exit_fd = pipes.poller, child.exit_fd
     try:
-        started = False
         while kill.running(now := time.monotonic(), pipes.readers):
-            # Right after the launch nothing is ready yet: wait at once.
-            events = poller.poll(0) if started else []
-            started = True
+            # Polled before any wait, also right after the launch: on one CPU the
+            # child has often run to its end while the launch was handed back,
+            # and a wait through an event loop costs far more than this poll.
+            events = poller.poll(0)
             if not events:
                 try:
                     polled = yield Wait(poller, kill.remaining(now))

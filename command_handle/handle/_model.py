@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from .. import _json, _jsonschema, form
+from .. import _json, _jsonschema
 from .._documents import read_document
 from .._secrets import MIN_REDACTED, secret_values
 from ..args import OptionLikeError
@@ -55,6 +55,7 @@ from ..policy import (
 )
 from ._options import allowed_values, check_option_like, refusal_from_encoding
 from ._shown import shown_fields
+from ._templates import compile_shared
 from .directives._registry import registry_for
 
 __all__ = ["CommandHandle", "IoSpec", "check_arguments"]
@@ -161,6 +162,10 @@ class CommandHandle(BaseModel):
         except FormError as exc:
             raise HandleLoadError(f"invalid template: {exc.message}", exc.pointer) from None
 
+    # Pydantic's mark of its own __init__: without it, model_validate (load)
+    # calls this __init__, which validates and compiles the handle a second time.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
         """A new handle with ``update`` applied, validated and compiled afresh.
 
@@ -218,7 +223,7 @@ class CommandHandle(BaseModel):
                 f"parameters is not a valid JSON Schema: {exc.message}",
                 _pointer_of(["parameters", *exc.path]),
             ) from None
-        return _jsonschema.validator(self.parameters, formats=True)
+        return _jsonschema.ArgumentsValidator(self.parameters)
 
     def _declared(self, name: str) -> bool:
         """Whether ``parameters`` declares the property ``name``."""
@@ -947,7 +952,7 @@ class _FieldError(CommandHandleError, ValueError):
 
 def _compile(value: object, pointer: str, field: str) -> Template:
     try:
-        return form.compile_template(value, registry=registry_for(field))
+        return compile_shared(value, registry_for(field))
     except FormError as exc:
         raise _FieldError(f"invalid Tool Form: {exc.message}", pointer + exc.pointer) from None
 

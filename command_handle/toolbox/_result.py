@@ -29,7 +29,7 @@ from ..executor import CommandResult, PlanResult
 __all__ = ["ToolResult", "command_content", "plan_content", "shown_result"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ToolResult:
     """What a call returns. ``content`` is the text for the model; ``structured``
     a JSON value (the ``result`` template's value, or the run as JSON);
@@ -44,6 +44,14 @@ class ToolResult:
     tool: str = ""
     call_id: str = ""
     plan_hash: str | None = None
+
+    def __repr__(self) -> str:
+        # Sizes, not contents: ``structured`` may hold the whole output.
+        return (
+            f"ToolResult(tool={self.tool!r}, is_error={self.is_error}, "
+            f"content=<str, {len(self.content)} chars>, structured={_sized(self.structured)}, "
+            f"call_id={self.call_id!r}, plan_hash={self.plan_hash!r})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """``{"is_error", "content", "structured"}``: what the CLI prints."""
@@ -95,6 +103,19 @@ def _piece(
     if isinstance(value, str):
         return redact_cut(value, secrets, cut_before=cut_before, cut_after=cut_after)
     return None
+
+
+def _sized(value: object) -> str:
+    """A value's type and size, as CommandResult's repr shows output."""
+    if isinstance(value, str):
+        return f"<str, {len(value)} chars>"
+    if isinstance(value, dict):
+        return f"<dict, {len(value)} keys>"
+    if isinstance(value, list):
+        return f"<list, {len(value)} items>"
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    return f"<{type(value).__name__}>"
 
 
 def _clip(head: str, tail: str | None, total: int, budget: int) -> str:

@@ -197,7 +197,7 @@ class UtcpTool(BaseModel):
     def _one_template(self) -> UtcpTool:
         if (self.tool_call_template is None) == (self.tool_provider is None):
             raise ValueError("give exactly one of tool_call_template or tool_provider")
-        self._validator = _jsonschema.validator(self.inputs)
+        self._validator = _jsonschema.ArgumentsValidator(self.inputs, format_assertion=False)
         return self
 
     @property
