@@ -599,3 +599,18 @@ def test_a_bare_0x_provider_takes_no_flag_names_from_the_model(tmp_path: Path) -
     assert result.is_error and "`output` is not a parameter" in result.content
     assert toolbox.executor.spawned == 0
     assert not toolbox.call_sync(toolbox.names()[0], {}).is_error
+
+
+def test_a_prepared_call_s_repr_shows_no_environment_or_stdin() -> None:
+    """A logged invocation or prepared call never carries a credential's value."""
+    handle = CommandHandle.load(
+        {
+            "name": "x",
+            "handle": "command",
+            "command": "/bin/echo",
+            "environment": {"TOKEN": {"$credential": "token"}},
+            "io": {"stdin": {"$credential": "token"}},
+        }
+    )
+    prepared = handle.prepare({}, credential={"scheme": "x", "token": SECRET})
+    assert SECRET not in repr(prepared) and SECRET not in repr(prepared.invocation)

@@ -46,9 +46,10 @@ class Invocation:
     """
 
     argv: tuple[str, ...]
-    env: dict[str, str]
+    # Not in the repr: they may hold a credential (to_json() shows them masked).
+    env: dict[str, str] = field(repr=False)
     cwd: str
-    stdin: bytes | None = None
+    stdin: bytes | None = field(default=None, repr=False)
     stdout: StreamMode = "pipe"
     stderr: StreamMode = "pipe"
     encoding: str = "utf-8"
