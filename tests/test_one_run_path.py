@@ -614,3 +614,10 @@ def test_a_prepared_call_s_repr_shows_no_environment_or_stdin() -> None:
     )
     prepared = handle.prepare({}, credential={"scheme": "x", "token": SECRET})
     assert SECRET not in repr(prepared) and SECRET not in repr(prepared.invocation)
+
+
+def test_read_only_with_writable_roots_is_a_policy_error(tmp_path: Path) -> None:
+    """read-only writes only devices and TMPDIR (docs/sandbox.md); writable roots
+    given with it used to be writable all the same."""
+    with pytest.raises(PolicyError, match="workspace-write"):
+        Policy(sandbox="read-only", writable_roots=(str(tmp_path),))

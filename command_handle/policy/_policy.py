@@ -282,6 +282,12 @@ class Policy:
             return
         if self.sandbox == "workspace-write" and self.workspace is None:
             raise PolicyError('Policy.sandbox="workspace-write" needs a workspace directory')
+        if self.sandbox == "read-only" and roots:
+            # read-only writes only devices and TMPDIR; more roots are workspace-write's.
+            raise PolicyError(
+                'Policy.writable_roots needs sandbox="workspace-write"; "read-only" '
+                "writes only devices and the call's TMPDIR"
+            )
         writable = [*roots, self.workspace] if self.sandbox == "workspace-write" else [*roots]
         for path in denied:
             for root in writable:
