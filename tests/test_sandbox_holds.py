@@ -585,3 +585,34 @@ def test_the_sandbox_check_reports_the_filter() -> None:
     report = json.loads(done.stdout)
     assert report["seccomp"] is True and report["read_only_metadata"] is True
     assert report["network"] is True and report["deny_read_across_bind_mounts"] is True
+
+
+@pytest.mark.parametrize("backend", ["landlock", "bubblewrap"])
+def test_a_hard_link_beside_a_denied_path_does_not_open_it(
+    backend: str, run: Run, tmp_path: Path
+) -> None:
+    """Landlock's rules sit on inodes: granting a sibling file that is a hard link
+    of a denied file granted the denied file by its own path too (an outside
+    review of this change). Such a sibling is not granted."""
+    base = tmp_path / "base"
+    private = base / "private"
+    private.mkdir(parents=True)
+    key = private / "id_rsa"
+    key.write_text("PRIVATE-KEY-CANARY")
+    os.link(key, base / "notes.txt")
+    (base / "plain.txt").write_text("public")
+    policy = Policy(
+        sandbox="read-only", workspace=str(base), deny_read=(str(private),), sandbox_backend=backend
+    )
+    code = (
+        "import sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        print(path.rsplit('/', 1)[1], open(path).read())\n"
+        "    except OSError as exc:\n"
+        "        print(path.rsplit('/', 1)[1], 'refused', exc.errno)\n"
+    )
+    handle = python_handle_with_argv(code, str(key), str(base / "plain.txt"))
+    result = run(Executor(policy), handle)
+    assert "PRIVATE-KEY-CANARY" not in str(result.stdout), result.stdout
+    assert "plain.txt public" in str(result.stdout)

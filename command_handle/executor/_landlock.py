@@ -17,6 +17,7 @@ import ctypes
 import errno
 import functools
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -164,11 +165,20 @@ def _readable(path: str, denied: tuple[str, ...]) -> Iterator[tuple[str, int]]:
     Landlock only grants, so a denied path is carved out by granting each
     sibling along the way instead of the parent. The parents keep READ_DIR
     (their entries can be listed), never READ_FILE or EXECUTE."""
-    if path in denied or os.path.islink(path):
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if path in denied or stat.S_ISLNK(info.st_mode):
         # A link is not granted: a rule on it would apply to its target, which may
         # be a denied hierarchy; every target is reached by its real path anyway.
         return
     if not _beneath_denied(path, denied):
+        if not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1:
+            # A rule is on the inode: a hard link beside the carved-out path may be
+            # a denied file under another name, and granting it would grant the
+            # denied file by its own path too. Such a sibling is left unreadable.
+            return
         yield path, READ
         return
     yield path, READ_DIR
