@@ -34,7 +34,10 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
             "the MCP server needs the official SDK: pip install 'command-handle[mcp]'"
         ) from None
     from ..mcp import is_loopback, serve
+    from ..mcp._stdio import plug_closed_stdin
     from ..toolbox import Toolbox
+
+    plug_closed_stdin()  # before loading: nothing else may take descriptor 0
 
     policy = Policy(
         inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options)
