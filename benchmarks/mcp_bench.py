@@ -10,7 +10,8 @@ Run: .venv/bin/python benchmarks/mcp_bench.py [--quick] [--startup]
   SDK's low-level ``Server`` and ``stdio_server`` listing the same 10 tools.
   Both are spawned the same way (the interpreter, a script, the folder: ours
   is what the ``command-handle`` console script runs) and alternate, one
-  start each, after one start each to warm up. Each has its bytecode
+  start each (which goes first alternates too), after one start each to
+  warm up. Each has its bytecode
   compiled, as after ``pip install``: both run with one ``PYTHONPYCACHEPREFIX``
   (an environment with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile
   this project's modules from source at every start, and only this
@@ -139,8 +140,9 @@ def startup(starts: int) -> None:
             start_once(command, env)
         wall: dict[str, list[float]] = {"ours": [], "base": [], **{name: [] for name in floors}}
         cpu: dict[str, list[float]] = {"ours": [], "base": []}
-        for _ in range(starts):
-            for name, command in (("base", base), ("ours", ours)):
+        for index in range(starts):
+            pair = (("base", base), ("ours", ours))
+            for name, command in pair if index % 2 else pair[::-1]:  # neither always first
                 elapsed, ran = start_once(command, env)
                 wall[name].append(elapsed)
                 cpu[name].append(ran)
