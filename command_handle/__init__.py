@@ -10,46 +10,49 @@ only layer that spawns); :mod:`command_handle.toolbox` loads folders of tools,
 describes them for LLM APIs and calls them by name (``command_handle.Toolbox``).
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .args import ArgsError, encode_args
-from .errors import (
-    AfterRunError,
-    ArgumentsError,
-    ArgvTextError,
-    CallTimeoutError,
-    CommandError,
-    CommandHandleError,
-    DirectoryError,
-    EnvironmentVariableError,
-    HandleError,
-    HandleLoadError,
-    LaunchError,
-    OptionArgumentError,
-    PathArgumentError,
-    PolicyError,
-    PolicyTypeError,
-    ProgramChangedError,
-    SandboxError,
-    TemplateEvaluationError,
-    TranslationError,
-    Violation,
-)
-from .executor import CommandResult, Event, EventStream, Executor
-from .form import (
-    UNDEFINED,
-    EvaluationError,
-    FormError,
-    IncludeError,
-    LimitError,
-    Limits,
-    Template,
-    TemplateSyntaxError,
-    compile_template,
-    evaluate,
-)
-from .handle import CommandHandle, Invocation, IoSpec
-from .policy import DANGEROUS_ENVIRONMENT, Policy
+if TYPE_CHECKING:
+    from .args import ArgsError, encode_args
+    from .errors import (
+        AfterRunError,
+        ArgumentsError,
+        ArgvTextError,
+        CallTimeoutError,
+        CommandError,
+        CommandHandleError,
+        DirectoryError,
+        EnvironmentVariableError,
+        HandleError,
+        HandleLoadError,
+        LaunchError,
+        OptionArgumentError,
+        PathArgumentError,
+        PolicyError,
+        PolicyTypeError,
+        ProgramChangedError,
+        SandboxError,
+        TemplateEvaluationError,
+        TranslationError,
+        Violation,
+    )
+    from .executor import CommandResult, Event, EventStream, Executor
+    from .form import (
+        UNDEFINED,
+        EvaluationError,
+        FormError,
+        IncludeError,
+        LimitError,
+        Limits,
+        Template,
+        TemplateSyntaxError,
+        compile_template,
+        evaluate,
+    )
+    from .handle import CommandHandle, Invocation, IoSpec
+    from .policy import DANGEROUS_ENVIRONMENT, Policy
+    from .toolbox import ApprovalRequest, AuditEvent, Toolbox, ToolResult
 
 __all__ = [
     "DANGEROUS_ENVIRONMENT",
@@ -101,17 +104,45 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
-    from .toolbox import ApprovalRequest, AuditEvent, Toolbox, ToolResult
-
-# The Toolbox layer (and the UTCP layer under it) loads on first use, so that
-# importing the core stays quick.
-_LAZY = {"Toolbox", "ToolResult", "ApprovalRequest", "AuditEvent"}
+# Each name is imported on first use, from the layer that defines it, so that
+# a program pays only for the layers it touches: ``command-handle mcp`` never
+# imports the UTCP translator for a folder with no UTCP manual, nor the
+# executor before the first call (docs/decisions.md, "Start-up").
+_HOME = {
+    **dict.fromkeys(("ArgsError", "encode_args"), "args"),
+    **dict.fromkeys(("CommandResult", "Event", "EventStream", "Executor"), "executor"),
+    **dict.fromkeys(
+        (
+            "UNDEFINED",
+            "EvaluationError",
+            "FormError",
+            "IncludeError",
+            "LimitError",
+            "Limits",
+            "Template",
+            "TemplateSyntaxError",
+            "compile_template",
+            "evaluate",
+        ),
+        "form",
+    ),
+    **dict.fromkeys(("CommandHandle", "Invocation", "IoSpec"), "handle"),
+    **dict.fromkeys(("DANGEROUS_ENVIRONMENT", "Policy"), "policy"),
+    **dict.fromkeys(("Toolbox", "ToolResult", "ApprovalRequest", "AuditEvent"), "toolbox"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from . import toolbox
+    layer = _HOME.get(name)
+    if layer is None:
+        if name in __all__:  # the error classes
+            layer = "errors"
+        else:
+            raise AttributeError(f"module 'command_handle' has no attribute {name!r}")
+    value = getattr(import_module(f".{layer}", __name__), name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
 
-        return getattr(toolbox, name)
-    raise AttributeError(f"module 'command_handle' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from . import _json
 from .errors import HandleLoadError
 from .form.extend import json_pointer
+
+if TYPE_CHECKING:
+    import yaml  # imported on the first YAML file: a folder of JSON never pays for it
 
 __all__ = ["MAX_DOCUMENT_BYTES", "read_document", "read_regular_file"]
 
@@ -42,6 +43,8 @@ _MERGE = "tag:yaml.org,2002:merge"
 
 def _load_yaml(name: str, data: bytes, error: type[HandleLoadError]) -> object:
     """``yaml.safe_load``, refusing (with ``error``) a mapping that holds one key twice."""
+    import yaml
+
     loader = yaml.SafeLoader(data)
     try:
         root = loader.get_single_node()
@@ -65,6 +68,8 @@ def _duplicate_key(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[str, str, 
     JSON Pointer and where it is written. Keys are compared as YAML reads them
     (``1`` and ``0x1`` are one key); a key that a ``<<`` merge brings in may be
     written again, which is what merging is for."""
+    import yaml
+
     visited: set[int] = set()  # an anchored node is checked once, however often it is used
     pending: list[tuple[yaml.Node, str]] = [(root, "")]
     while pending:
@@ -101,6 +106,8 @@ def read_document(path: str | os.PathLike[str], error: type[HandleLoadError]) ->
     file = Path(path)
     data = read_regular_file(file, MAX_DOCUMENT_BYTES, error)
     if file.suffix in (".yaml", ".yml"):
+        import yaml
+
         try:
             document = _load_yaml(file.name, data, error)
         except yaml.YAMLError as exc:

@@ -71,12 +71,14 @@ def _iri_check(rule: str) -> Callable[[object], bool]:
 @functools.cache
 def load() -> ModuleType:
     """The jsonschema module, with lazy IRI format checks registered."""
+    from ._deferred_formats import import_jsonschema  # the other format libraries: on use
+
     if _GRAMMAR in sys.modules:
-        import jsonschema
+        jsonschema = import_jsonschema()
     else:
         sys.modules[_GRAMMAR] = None  # type: ignore[assignment]  # its import fails: skipped
         try:
-            import jsonschema
+            jsonschema = import_jsonschema()
         finally:
             del sys.modules[_GRAMMAR]
     # The drafts that define the IRI formats.

@@ -55,7 +55,7 @@ def test_queries_are_parsed_once_at_compile_time(monkeypatch: pytest.MonkeyPatch
     def refuse(query: str) -> object:
         raise AssertionError(f"JSONPath parsed during evaluation: {query}")
 
-    monkeypatch.setattr(_expressions._ENV, "compile", refuse)
+    monkeypatch.setattr(_expressions._env(), "compile", refuse)
     for _ in range(3):
         assert template.evaluate(
             {"items": [{"x": 1}, {"x": 2}], "user": {"name": "Al"}, "x": 0}

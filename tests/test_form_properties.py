@@ -104,3 +104,19 @@ def test_string_templates_either_compile_or_raise_form_errors(text: str) -> None
 @given(finite_floats.filter(lambda f: not math.isnan(f)))
 def test_numbers_in_templates_use_the_shared_formatter(number: float) -> None:
     assert evaluate("{{n}}", {"n": number}) == format_number(number)
+
+
+_ASCII_NAME = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,8}\Z")
+
+
+@given(st.lists(_ASCII_NAME, max_size=5))
+def test_names_only_queries_read_without_the_library_match_it(names: list[str]) -> None:
+    """``user.name`` is read without jsonpath_rfc9535 (start-up); its steps are
+    the ones the library's parse gives."""
+    from command_handle.form import _expressions
+
+    source = ".".join(["$", *names])
+    query, steps = _expressions._compile_singular(source, "", 4096)
+    assert query is None and steps == tuple(names)
+    parsed = _expressions.compile_query(source, "", 4096)
+    assert _expressions._singular_steps(parsed) == steps

@@ -195,6 +195,21 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
         },
         arguments=[str(folder / "writer.py"), "--", {"$": "path"}],
     )
+    # Leaves a grandchild running (its command line carries the tag) and exits.
+    script_tool(
+        folder,
+        "lingerer",
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', sys.argv[1]],\n"
+        "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print('left one behind', flush=True)\n",
+        parameters={
+            "type": "object",
+            "properties": {"tag": {"type": "string", "pattern": "^[a-z0-9]+$"}},
+            "required": ["tag"],
+        },
+        arguments=[str(folder / "lingerer.py"), {"$": "tag"}],
+    )
     manual = {
         "utcp_version": "1.0.1",
         "manual_version": "1.0.0",
@@ -640,8 +655,11 @@ def test_ending_an_http_session_kills_its_calls(tools: Path, http_url: str) -> N
 # -- shutdown -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["stdin-closed", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin-closed-then-SIGTERM"])
 def test_shutdown_kills_every_child(tools: Path, how: str) -> None:
+    """A signal ends the server at once, with a call running: the call is
+    cancelled (its tree killed) and answered. Closing stdin alone does not
+    drop the call (it is answered when it ends); MCP clients signal after."""
     state = state_of(tools)
     tag = f"stop{how.lower().replace('-', '')}{os.getpid()}"
     process = raw_server(
@@ -653,12 +671,14 @@ def test_shutdown_kills_every_child(tools: Path, how: str) -> None:
             "params": {"name": "tree", "arguments": {"tag": tag}},
         },
     )
-    assert process.stdin is not None
+    assert process.stdin is not None and process.stdout is not None
     pids = pids_of(state, tag)
-    if how == "stdin-closed":
+    if how == "stdin-closed-then-SIGTERM":
         process.stdin.close()
-    else:
-        process.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
+        time.sleep(1.0)
+        assert process.poll() is None, "the server dropped a call it had read"
+        assert not wait_dead(pids, within=0.1), "closing stdin killed a call it had read"
+    process.send_signal(signal.SIGINT if how == "SIGINT" else signal.SIGTERM)
     try:
         code = process.wait(timeout=10)
     finally:
@@ -667,6 +687,144 @@ def test_shutdown_kills_every_child(tools: Path, how: str) -> None:
     assert code == 0, process.stderr.read() if process.stderr else ""
     assert wait_dead(pids, within=2.0), "a child outlived the server"
     assert b"Traceback" not in (process.stderr.read() if process.stderr else b"")
+    assert 2 in replies_of(process.stdout.read()), "the cancelled call got no answer"
+
+
+# -- stdin of every kind ------------------------------------------------------------------
+
+
+def running_with(tag: str) -> list[int]:
+    """The live processes whose command line holds ``tag``, from the process table."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if tag.encode() not in cmdline.read().split(b"\0"):
+                    continue
+        except OSError:
+            continue
+        if _alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def no_process_with(tag: str, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while running_with(tag):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def replies_of(stdout: bytes) -> dict[Any, dict[str, Any]]:
+    replies = {}
+    for line in stdout.splitlines():
+        reply = json.loads(line)
+        if "id" in reply:
+            replies[reply["id"]] = reply
+    return replies
+
+
+def session_requests(tag: str) -> bytes:
+    """The handshake, ``tools/list``, a call that leaves a grandchild behind, and a
+    call answered with structured content: JSON-RPC lines."""
+    messages = [
+        *HANDSHAKE,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "lingerer", "arguments": {"tag": tag}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": "four",
+            "method": "tools/call",
+            "params": {"name": "structured", "arguments": {"text": "two words"}},
+        },
+    ]
+    return b"".join(json.dumps(message).encode() + b"\n" for message in messages)
+
+
+def check_session_answers(replies: dict[Any, dict[str, Any]], tag: str) -> None:
+    assert set(replies) == {1, 2, 3, "four"}, replies
+    assert "lingerer" in {tool["name"] for tool in replies[2]["result"]["tools"]}
+    assert replies[3]["result"]["isError"] is False
+    assert replies["four"]["result"]["structuredContent"] == {"words": "2\n"}
+    assert no_process_with(tag), "a grandchild outlived its call"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_stdin_and_stdout_regular_files(tools: Path, tmp_path: Path, backend: str) -> None:
+    """``command-handle mcp DIR < requests.jsonl > answers.jsonl``: epoll refuses
+    regular files, which once crashed the server with PermissionError."""
+    tag = f"file{backend}{os.getpid()}"
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(session_requests(tag))
+    answers = tmp_path / "answers.jsonl"
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        finished = subprocess.run(
+            [sys.executable, *server_args(tools, "--backend", backend)],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=server_env(),
+            cwd=ROOT,
+            timeout=60,
+        )
+    assert finished.returncode == 0, finished.stderr.decode()
+    assert b"Traceback" not in finished.stderr
+    check_session_answers(replies_of(answers.read_bytes()), tag)
+
+
+def test_requests_piped_before_stdin_closes_are_all_answered(tools: Path) -> None:
+    """Every request read before stdin closed is answered before the server exits
+    (it once answered ``initialize`` alone and cancelled the rest)."""
+    tag = f"piped{os.getpid()}"
+    process = subprocess.Popen(
+        [sys.executable, *server_args(tools)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+        cwd=ROOT,
+    )
+    try:
+        stdout, stderr = process.communicate(session_requests(tag), timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr.decode()
+    assert b"Traceback" not in stderr
+    check_session_answers(replies_of(stdout), tag)
+
+
+EMPTY_STDIN = ["dev-null", "closed-pipe", "closed-descriptor"]
+
+
+@pytest.mark.parametrize("stdin", EMPTY_STDIN)
+def test_stdin_with_nothing_to_read_ends_the_server_cleanly(tools: Path, stdin: str) -> None:
+    """``/dev/null`` (which epoll refuses), a pipe closed before a byte, and a
+    descriptor 0 closed before the process started: no message, so the
+    server exits with status 0, quietly."""
+    command = [sys.executable, *server_args(tools)]
+    if stdin == "dev-null":
+        command = ["/bin/sh", "-c", 'exec "$@" </dev/null', "sh", *command]
+    elif stdin == "closed-descriptor":
+        command = ["/bin/sh", "-c", 'exec "$@" <&-', "sh", *command]
+    finished = subprocess.run(
+        command,
+        input=b"",  # a pipe closed before a byte; for the others, never read
+        capture_output=True,
+        env=server_env(),
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert (finished.returncode, finished.stdout, finished.stderr) == (0, b"", b"")
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -5,14 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .. import _json, form
-from ..executor import CommandResult, Executor, PreparedCall
-from ..handle import CommandHandle
-from ..policy import Policy
+from .. import _json
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -23,10 +20,20 @@ from ._common import (
     sandbox_settings,
 )
 
+if TYPE_CHECKING:
+    from ..executor import CommandResult, Executor, PreparedCall
+    from ..handle import CommandHandle
+    from ..policy import Policy
+
 __all__ = ["add_handle_parsers"]
+
+# Each subcommand imports the layers it uses when it runs, so that building
+# the parser (every subcommand's start, ``--help``) imports none of them.
 
 
 def _cmd_eval(options: argparse.Namespace) -> int:
+    from .. import form
+
     args = read_json_argument(options.args, "--args") if options.args is not None else None
     extra: dict[str, object] = {}
     if options.include_base:
@@ -41,6 +48,8 @@ def _cmd_eval(options: argparse.Namespace) -> int:
 
 
 def _policy(options: argparse.Namespace) -> Policy:
+    from ..policy import Policy
+
     return Policy(inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options))
 
 
@@ -74,6 +83,8 @@ async def _with_indicator(executor: Executor, handle: CommandHandle, args: objec
 
 
 def _cmd_run(options: argparse.Namespace) -> int:
+    from ..executor import Executor
+    from ..handle import CommandHandle
     from ._common import run_interruptibly
 
     handle = CommandHandle.load(options.handle)
@@ -126,7 +137,8 @@ async def _planned(
 
 
 def _cmd_render(options: argparse.Namespace) -> int:
-    from ..executor import plan_hash
+    from ..executor import Executor, plan_hash
+    from ..handle import CommandHandle
 
     policy = _policy(options)
     prepared = CommandHandle.load(options.handle).prepare(_call_args(options), policy)
@@ -169,6 +181,8 @@ def _cmd_validate(options: argparse.Namespace) -> int:
 
 
 def _cmd_schema(options: argparse.Namespace) -> int:
+    from ..handle import CommandHandle
+
     print(_json.stringify(CommandHandle.model_json_schema(), indent=2))
     return EXIT_OK
 

@@ -7,7 +7,6 @@ import os
 import sys
 from typing import Any
 
-from ..policy import Policy
 from ._common import EXIT_OK, EXIT_REFUSED, UsageError, add_sandbox_flags, sandbox_settings
 
 __all__ = ["add_mcp_parser"]
@@ -33,9 +32,11 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
         raise UsageError(
             "the MCP server needs the official SDK: pip install 'command-handle[mcp]'"
         ) from None
-    from ..mcp import is_loopback, serve
+    from ..mcp import is_loopback, plug_closed_stdin, serve
+    from ..policy import Policy
     from ..toolbox import Toolbox
 
+    plug_closed_stdin()  # before loading: nothing else may take descriptor 0
     policy = Policy(
         inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options)
     )

@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 from .. import _json
-from ..policy import Policy
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -22,6 +21,7 @@ __all__ = ["add_tools_parsers"]
 
 
 def _toolbox(options: argparse.Namespace) -> Any:
+    from ..policy import Policy
     from ..toolbox import Toolbox
 
     policy = Policy(

@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 from .. import _json
-from ..policy import Policy
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -47,6 +46,7 @@ def _cmd_translate(options: argparse.Namespace) -> int:
 
 def _cmd_run(options: argparse.Namespace) -> int:
     from .. import utcp  # tree-sitter loads only for the utcp commands
+    from ..policy import Policy
 
     args = read_object(options.args, "--args")
     variables = {k: str(v) for k, v in read_object(options.variables, "--variables").items()}

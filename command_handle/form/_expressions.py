@@ -6,20 +6,28 @@ Tool Form's abbreviated forms (``user.name``, ``.user``, ``*``) and pipes
 and string literals an RFC 9535 query contains no ``|``, so the first ``|``
 there starts the pipe list, and ``$[?@.a || @.b]`` or ``$['a|b']`` are left
 intact. Every query is parsed once, at compile time.
+
+A query that is only member names (``$.user.name``, written ``user.name``),
+the commonest by far, is read without the library: its steps are the names.
+``jsonpath_rfc9535`` (and the ``regex`` package it imports) loads on the
+first other query, so a folder of such templates never imports it
+(docs/decisions.md, "Start-up").
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
-from typing import cast
-
-import jsonpath_rfc9535 as jsonpath
-from jsonpath_rfc9535.filter_expressions import FilterContext, FilterExpression
-from jsonpath_rfc9535.selectors import FilterSelector, IndexSelector, NameSelector
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from ._errors import EvaluationError, FormError, LimitError, TemplateSyntaxError
 from ._values import UNDEFINED
+
+if TYPE_CHECKING:
+    import jsonpath_rfc9535 as jsonpath
+    from jsonpath_rfc9535.filter_expressions import FilterExpression
 
 __all__ = [
     "LogicalExpression",
@@ -31,8 +39,23 @@ __all__ = [
 
 Transform = Callable[[object], object]
 
-_ENV = jsonpath.JSONPathEnvironment()
 _MISSING = object()
+# RFC 9535's member-name-shorthand, ASCII only: ``$`` then ``.name`` steps.
+# Such a query is singular and its steps are its names; anything else is
+# parsed by the library.
+_NAMES_ONLY = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+
+
+@functools.cache
+def _library() -> ModuleType:
+    import jsonpath_rfc9535
+
+    return jsonpath_rfc9535
+
+
+@functools.cache
+def _env() -> Any:
+    return _library().JSONPathEnvironment()
 
 
 def _is_name_first(c: str) -> bool:
@@ -117,7 +140,7 @@ def expand_abbreviation(query: str) -> str | None:
     return None
 
 
-def _syntax_message(exc: jsonpath.JSONPathError) -> str:
+def _syntax_message(exc: Exception) -> str:
     text = str(exc)
     return text.replace(", line 1, column", " at column")
 
@@ -125,7 +148,8 @@ def _syntax_message(exc: jsonpath.JSONPathError) -> str:
 @functools.lru_cache(maxsize=4096)
 def _parse(source: str) -> jsonpath.JSONPathQuery:
     """Parsing dominates compile time; queries are immutable, so equal text shares one."""
-    return _ENV.compile(source)
+    query: jsonpath.JSONPathQuery = _env().compile(source)
+    return query
 
 
 def compile_query(source: str, pointer: str, max_length: int) -> jsonpath.JSONPathQuery:
@@ -135,13 +159,27 @@ def compile_query(source: str, pointer: str, max_length: int) -> jsonpath.JSONPa
         )
     try:
         return _parse(source)
-    except jsonpath.JSONPathError as exc:
+    except _library().JSONPathError as exc:
         raise TemplateSyntaxError(
             f"invalid JSONPath expression {source!r}: {_syntax_message(exc)}", pointer
         ) from None
 
 
+def _compile_singular(
+    source: str, pointer: str, max_length: int
+) -> tuple[jsonpath.JSONPathQuery | None, tuple[str | int, ...] | None]:
+    """The parsed query (None for names only) and its steps (None unless singular)."""
+    if _NAMES_ONLY.match(source):
+        if len(source) > max_length:
+            compile_query(source, pointer, max_length)  # raises: too long
+        return None, tuple(source.split(".")[1:])
+    query = compile_query(source, pointer, max_length)
+    return query, _singular_steps(query)
+
+
 def _singular_steps(query: jsonpath.JSONPathQuery) -> tuple[str | int, ...] | None:
+    from jsonpath_rfc9535.selectors import IndexSelector, NameSelector
+
     if not query.singular_query():
         return None
     steps: list[str | int] = []
@@ -156,12 +194,14 @@ def _singular_steps(query: jsonpath.JSONPathQuery) -> tuple[str | int, ...] | No
     return tuple(steps)
 
 
-def _run_query(query: jsonpath.JSONPathQuery, args: object, pointer: str) -> list[object]:
+def _run_query(query: jsonpath.JSONPathQuery | None, args: object, pointer: str) -> list[object]:
+    assert query is not None  # a query without steps was parsed
+    library = _library()
     try:
         return [node.value for node in query.finditer(args)]  # type: ignore[arg-type]
-    except jsonpath.JSONPathRecursionError:
+    except library.JSONPathRecursionError:
         raise LimitError("JSONPath recursive descent went too deep", pointer) from None
-    except jsonpath.JSONPathError as exc:
+    except library.JSONPathError as exc:
         raise EvaluationError(
             f"JSONPath evaluation failed: {_syntax_message(exc)}", pointer
         ) from None
@@ -197,8 +237,7 @@ class QueryExpression:
         expanded = expand_abbreviation(source.strip())
         if expanded is None:
             raise TemplateSyntaxError(f"{source!r} is not a JSONPath query", pointer)
-        self.query = compile_query(expanded, pointer, max_length)
-        self.steps = _singular_steps(self.query)
+        self.query, self.steps = _compile_singular(expanded, pointer, max_length)
 
     @property
     def singular(self) -> bool:
@@ -237,8 +276,7 @@ class SingularExpression:
                 f"{query_text!r} is not a query: start it with '$', '.', '[', '*' or a name",
                 pointer,
             )
-        self.query = compile_query(expanded, pointer, max_length)
-        self.steps = _singular_steps(self.query)
+        self.query, self.steps = _compile_singular(expanded, pointer, max_length)
         transforms: list[Transform] = []
         for name in names:
             transform = lookup_transform(name)
@@ -347,11 +385,16 @@ class LogicalExpression:
     """A Logical Expression (section 2.7): an RFC 9535 filter with ``@`` and ``$`` both
     bound to the Template Arguments."""
 
-    __slots__ = ("expression", "pointer", "source")
+    __slots__ = ("context", "expression", "library", "pointer", "source")
 
     def __init__(self, source: str, pointer: str, max_length: int) -> None:
+        from jsonpath_rfc9535.filter_expressions import FilterContext
+        from jsonpath_rfc9535.selectors import FilterSelector
+
         self.source = source
         self.pointer = pointer
+        self.library = _library()
+        self.context = FilterContext
         rewritten = _rewrite_logical(source.strip())
         query = compile_query(f"$[?{rewritten}]", pointer, max_length + 4)
         segment = query.segments[0] if len(query.segments) == 1 else None
@@ -361,12 +404,12 @@ class LogicalExpression:
         self.expression: FilterExpression = selector.expression
 
     def evaluate(self, args: object) -> bool:
-        context = FilterContext(env=_ENV, current=args, root=args)  # type: ignore[arg-type]
+        context = self.context(env=_env(), current=args, root=args)  # type: ignore[arg-type]
         try:
             return bool(self.expression.evaluate(context))
-        except jsonpath.JSONPathRecursionError:
+        except self.library.JSONPathRecursionError:
             raise LimitError("JSONPath recursive descent went too deep", self.pointer) from None
-        except jsonpath.JSONPathError as exc:
+        except self.library.JSONPathError as exc:
             raise EvaluationError(
                 f"logical expression failed: {_syntax_message(exc)}", self.pointer
             ) from None

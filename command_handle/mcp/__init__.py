@@ -17,6 +17,7 @@ from ._serve import (
     transport_security,
 )
 from ._server import PROGRESS_INTERVAL, build_server
+from ._stdio import plug_closed_stdin
 
 __all__ = [
     "PROGRESS_INTERVAL",
@@ -24,6 +25,7 @@ __all__ = [
     "build_server",
     "http_app",
     "is_loopback",
+    "plug_closed_stdin",
     "serve",
     "serve_http",
     "serve_stdio",

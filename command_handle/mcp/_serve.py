@@ -1,9 +1,9 @@
 """Running the server: over stdio (trio or asyncio) or streamable HTTP (asyncio).
 
-Shutdown kills every child. Over stdio the server ends when the client closes
-stdin (MCP clients then wait about 2 s before signalling), on SIGTERM, SIGINT
-or SIGHUP: the running calls are cancelled, and a cancelled call kills its
-child's process group before it returns. Over HTTP, uvicorn's shutdown ends
+Shutdown kills every child. Over stdio the server ends when the client has
+closed stdin and every request it sent is answered (``_stdio.py``), or on
+SIGTERM, SIGINT or SIGHUP: then the running calls are cancelled, and a
+cancelled call kills its child's process group before it returns. Over HTTP, uvicorn's shutdown ends
 the SDK's session manager, which cancels the calls the same way.
 """
 
@@ -21,6 +21,7 @@ import anyio
 from ..errors import CommandHandleError
 from ..toolbox import Toolbox
 from ._server import build_server
+from ._stdio import StdioWire, plug_closed_stdin
 
 __all__ = [
     "ServeError",
@@ -45,71 +46,27 @@ class ServeError(CommandHandleError, ValueError):
     host that is not a loopback address without ``allow_remote``."""
 
 
-class _StdinLines:
-    """The client's messages, one line at a time, read without a thread.
-
-    The SDK reads stdin in a worker thread, which a cancellation cannot
-    interrupt: on SIGTERM the server would wait for the client's next line.
-    This reads a private duplicate of fd 0 (fd 0 itself then points at the
-    null device) when the event loop says it is readable, so a signal stops
-    the server at once, under trio and asyncio alike.
-    """
-
-    def __init__(self) -> None:
-        self.fd = os.dup(0)
-        os.set_inheritable(self.fd, False)
-        os.set_blocking(self.fd, False)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        self.buffer = b""
-
-    def __aiter__(self) -> _StdinLines:
-        return self
-
-    async def __anext__(self) -> str:
-        while b"\n" not in self.buffer:
-            await anyio.wait_readable(self.fd)
-            try:
-                data = os.read(self.fd, 65536)
-            except BlockingIOError:
-                continue
-            if not data:  # the client closed stdin
-                if self.buffer:
-                    line, self.buffer = self.buffer, b""
-                    return line.decode("utf-8", "replace")
-                raise StopAsyncIteration
-            self.buffer += data
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return line.decode("utf-8", "replace") + "\n"
-
-    def close(self) -> None:
-        os.close(self.fd)
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(*SIGNALS) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
 
 
 async def serve_stdio(toolbox: Toolbox) -> None:
     """Serve ``toolbox`` over this process's stdin and stdout until the client
-    closes stdin or a signal arrives (trio or asyncio)."""
-    from mcp.server.stdio import stdio_server
-
+    closes stdin and every request it sent is answered, or a signal arrives
+    (trio or asyncio)."""
     server = build_server(toolbox)
-    stdin = _StdinLines()
+    wire = StdioWire()
     try:
+        serving = anyio.CancelScope()
         async with anyio.create_task_group() as group:
-
-            async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(*SIGNALS) as signals:
-                    async for _ in signals:
-                        group.cancel_scope.cancel()
-                        return
-
-            group.start_soon(stop_on_signal)
-            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
-                options = server.create_initialization_options()
-                await server.run(read_stream, write_stream, options)
-            group.cancel_scope.cancel()  # stdin closed: whatever still runs is cancelled
+            group.start_soon(_cancel_on_signal, serving)
+            await wire.serve(server, serving)
+            group.cancel_scope.cancel()
     finally:
-        stdin.close()
+        wire.release()
 
 
 def _uvicorn_server() -> Any:
@@ -284,6 +241,7 @@ def serve(
             stateless=stateless,
         )
     elif transport == "stdio":
+        plug_closed_stdin()
         anyio.run(serve_stdio, toolbox, backend=backend)
     else:
         raise ServeError(f'transport must be "stdio" or "http", not {transport!r}')

@@ -9,14 +9,15 @@ methods; only what the model is shown of the result differs by kind.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._secrets import redact_value
 from ..call import CommandResult, PlanResult, PreparedCall
-from ..executor import Executor
 from ..handle import CommandHandle
-from ..utcp import output_value
 from ._result import command_content, plan_content, shown, shown_result
+
+if TYPE_CHECKING:
+    from ..executor import Executor
 
 __all__ = ["Outcome", "PreparedToolCall"]
 
@@ -79,6 +80,8 @@ class PreparedToolCall:
         result = shown_result(result, secrets)
         if isinstance(result, PlanResult):
             assert self.prepared.plan is not None
+            from ..utcp import output_value
+
             value = redact_value(output_value(self.prepared.plan.plan, result), secrets)
             return not result.ok, plan_content(value, result, self.timeout, secrets), value
         is_error = not result.ok

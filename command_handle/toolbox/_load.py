@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import utcp
 from .._documents import read_document
 from ..errors import HandleError, HandleLoadError
 from ..handle import CommandHandle
-from ._tool import NAME_PATTERN, Tool, UtcpSource, llm_name
+from ._tool import NAME_PATTERN, Tool, llm_name
+
+if TYPE_CHECKING:
+    from ._tool import UtcpSource
 
 __all__ = ["SUFFIXES", "ToolLoadError", "load_tools", "tool_files"]
 
@@ -98,6 +100,8 @@ def _from_document(document: dict[str, Any], file: Path, skipped: list[str]) -> 
             '"tools"; a UTCP tool has "tool_call_template"; a call template has '
             '"call_template_type"',
         )
+    from .. import utcp  # the translator (and tree-sitter) loads with the first UTCP file
+
     loaded = utcp.load(document)
     if isinstance(loaded, utcp.UtcpManual):
         skipped += [f"{source}: {tool.name}: {tool.reason}" for tool in loaded.skipped]
@@ -112,6 +116,8 @@ _UTCP_KEYS = ("tools", "tool_call_template", "tool_provider", "call_template_typ
 
 
 def _utcp_tool(item: UtcpSource, file: Path, pointer: str, name: str | None = None) -> Tool:
+    from .. import utcp
+
     source = str(file)
     try:
         plan = utcp.translate(item)  # a command that is not run is a load error

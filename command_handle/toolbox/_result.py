@@ -24,7 +24,7 @@ from typing import Any, overload
 
 from .. import _json
 from .._secrets import redact, redact_bytes, redact_cut, redact_value
-from ..executor import CommandResult, PlanResult
+from ..call import CommandResult, PlanResult
 
 __all__ = ["ToolResult", "command_content", "plan_content", "shown_result"]
 

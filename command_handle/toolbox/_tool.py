@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..handle import CommandHandle
-from ..utcp import CliCallTemplate, LegacyCliProvider, UtcpTool
 
-__all__ = ["NAME_PATTERN", "Tool", "UtcpSource", "llm_name"]
+if TYPE_CHECKING:  # the UTCP layer loads with the first UTCP document
+    from ..utcp import CliCallTemplate, LegacyCliProvider, UtcpTool
+
+    UtcpSource = UtcpTool | CliCallTemplate | LegacyCliProvider
+
+__all__ = ["NAME_PATTERN", "Tool", "llm_name"]
 
 # Tool Handle 2.1, OpenAI and Anthropic: the names a model may call. \A and \Z,
 # because Python's $ also matches before a final newline: "x\n" is no name.
 NAME_PATTERN = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
-UtcpSource = UtcpTool | CliCallTemplate | LegacyCliProvider
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,11 @@ class Tool:
         """Whether preparing a call validates the arguments against the advertised
         ``parameters`` (a handle's, a UTCP tool's ``inputs``); a bare template's
         derived schema is checked by the Toolbox."""
-        return self.handle is not None or isinstance(self.utcp, UtcpTool)
+        if self.handle is not None:
+            return True
+        from ..utcp import UtcpTool
+
+        return isinstance(self.utcp, UtcpTool)
 
     @property
     def uses_credentials(self) -> bool:

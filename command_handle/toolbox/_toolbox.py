@@ -22,19 +22,20 @@ from __future__ import annotations
 import codecs
 import inspect
 import os
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .. import _json, _jsonschema, utcp
+from .. import _json, _jsonschema
 from .._loops import run_to_completion
 from .._secrets import MIN_REDACTED, redact, redact_cut, secret_values
+from ..call import CommandResult, PlanResult, plan_hash
 from ..errors import AfterRunError, CommandHandleError, HandleError
-from ..executor import CommandResult, Executor, PlanResult, plan_hash
 from ..handle import MAX_ARGUMENT_DEPTH, CommandHandle, check_arguments
 from ..policy import Policy
 from ._arguments import after_run_message, drop_nulls, model_message
@@ -44,6 +45,9 @@ from ._formats import describe_tool
 from ._load import ToolLoadError, load_tools
 from ._result import ToolResult, command_content, shown_result
 from ._tool import Tool
+
+if TYPE_CHECKING:
+    from ..executor import Executor
 
 __all__ = ["ApprovalRequest", "Approver", "CredentialResolver", "ToolPreview", "Toolbox"]
 
@@ -266,8 +270,9 @@ class Toolbox:
             raise ToolLoadError(
                 twice.source, f"two tools have the same name {twice.name!r}", "/name"
             )
-        self.executor = Executor(policy)
-        self.policy = self.executor.policy
+        self.policy = policy or Policy()
+        self._executor: Executor | None = None
+        self._executor_lock = threading.Lock()
         self._credentials = credentials
         self._approve = approve
         self._events = events
@@ -279,6 +284,20 @@ class Toolbox:
             emit = Emitter(events, tool.name, "")
             emit("loaded", source=tool.source, kind=tool.kind)
             emit.settle_sync()
+
+    @property
+    def executor(self) -> Executor:
+        """The Executor every call runs on, made on the first call: a server
+        that has only listed its tools has not imported the executor."""
+        executor = self._executor
+        if executor is None:
+            with self._executor_lock:  # two threads' first calls share one executor
+                if self._executor is None:
+                    from ..executor import Executor
+
+                    self._executor = Executor(self.policy)
+                executor = self._executor
+        return executor
 
     @classmethod
     def load(
@@ -695,6 +714,8 @@ class Toolbox:
             for key, value in (context or {}).items()
             if isinstance(value, (str, int, float)) and not isinstance(value, bool)
         }
+        from .. import utcp
+
         plan = utcp.prepare(tool.utcp, args, variables=variables, policy=self.policy)
         return PreparedToolCall(plan, self.executor, None)
 

@@ -17,8 +17,6 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import uri_template
-
 from ... import _json
 from .. import _pointer
 from .._context import EvalContext
@@ -30,6 +28,8 @@ from .._values import UNDEFINED, type_name
 from ._common import require_string
 
 if TYPE_CHECKING:
+    import uri_template
+
     from .._compiler import Compiler
 
 _VARCHAR = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
@@ -45,7 +45,10 @@ _OPERATORS = "+#./;?&"
 
 def parse_uri_template(text: str) -> uri_template.URITemplate:
     """The library's template for a checked ``text``, with every prefix length as
-    written (the library's parser stops at three digits; RFC 6570 allows four)."""
+    written (the library's parser stops at three digits; RFC 6570 allows four).
+    The library loads with the first ``$uri`` compiled."""
+    import uri_template
+
     lengths: list[int] = []
     for expression in re.findall(r"\{([^}]*)\}", text):
         for spec in expression.lstrip(_OPERATORS).split(","):
