@@ -134,19 +134,29 @@ def children() -> list[int]:
 def unprivileged(scenario: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run ``scenario`` in a forked child that drops root (root is never refused
     a directory) and return what it reports."""
+
+    def as_nobody() -> dict[str, Any]:
+        # The checkout may sit in a directory only root can enter (mktemp -d):
+        # work from / so that nothing depends on where the tests live.
+        os.chdir("/")
+        if os.geteuid() == 0:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+        return scenario()
+
+    return in_a_fork(as_nobody)
+
+
+def in_a_fork(scenario: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``scenario`` in a forked child (whose credentials it may change) and
+    return what it reports."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe
         code = 1
         try:
             os.close(read_end)
-            # The checkout may sit in a directory only root can enter (mktemp -d):
-            # work from / so that nothing depends on where the tests live.
-            os.chdir("/")
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
             data = json.dumps(scenario()).encode()
             code = 0
         except BaseException as exc:  # reported to the parent, which fails the test

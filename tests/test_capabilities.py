@@ -22,7 +22,7 @@ import pytest
 from command_handle import CommandHandle, Executor, Policy
 from command_handle.executor import _bubblewrap
 
-from .processes import PROBE, parent_threads_readable, shared_directory
+from .processes import PROBE, in_a_fork, parent_threads_readable, shared_directory
 from .processes import system_python_handle as python
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the capabilities of root's children")
@@ -179,31 +179,6 @@ def test_an_approver_sees_when_children_keep_capabilities() -> None:
     assert plan_hash(default) != plan_hash(kept)
 
 
-def _in_a_fork(scenario: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run ``scenario`` in a forked child (whose credentials it may change) and
-    return what it reports."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        code = 1
-        try:
-            os.close(read_end)
-            data = json.dumps(scenario()).encode()
-            code = 0
-        except BaseException as exc:  # reported to the parent, which fails the test
-            data = json.dumps({"error": repr(exc)}).encode()
-        with os.fdopen(write_end, "wb") as sink:
-            sink.write(data)
-        os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as source:
-        data = source.read()
-    _, status = os.waitpid(pid, 0)
-    reported: dict[str, Any] = json.loads(data)
-    assert os.waitstatus_to_exitcode(status) == 0, reported
-    return reported
-
-
 @needs_root
 def test_root_that_cannot_drop_capabilities_runs_nothing() -> None:
     """Without CAP_SETPCAP root cannot empty the bounding set, and its children
@@ -234,6 +209,6 @@ def test_root_that_cannot_drop_capabilities_runs_nothing() -> None:
         outcome["kept"] = Executor(Policy(keep_capabilities=True)).call_sync(touch).exit_code
         return outcome
 
-    out = _in_a_fork(scenario)
+    out = in_a_fork(scenario)
     assert out["off"].startswith("refused") and out["read-only"].startswith("refused"), out
     assert out["ran"] is False and out["kept"] == 0
