@@ -7,22 +7,10 @@ import os
 import sys
 from typing import Any
 
-from ._common import EXIT_OK, EXIT_REFUSED, UsageError, add_sandbox_flags, sandbox_settings
+from ._common import EXIT_OK, EXIT_REFUSED, UsageError
+from .options import add_toolbox_flags, load_toolbox
 
 __all__ = ["add_mcp_parser"]
-
-
-def _credentials(options: argparse.Namespace) -> Any:
-    from ..toolbox import environment_credentials, parse_credential_option
-
-    table: dict[str, dict[str, str]] = {}
-    for option in options.credential or ():
-        try:
-            name, field, variable = parse_credential_option(option)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        table.setdefault(name, {})[field] = variable
-    return environment_credentials(table) if table else None
 
 
 def _cmd_mcp(options: argparse.Namespace) -> int:
@@ -33,13 +21,8 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
             "the MCP server needs the official SDK: pip install 'command-handle[mcp]'"
         ) from None
     from ..mcp import is_loopback, plug_closed_stdin, serve
-    from ..policy import Policy
-    from ..toolbox import Toolbox
 
     plug_closed_stdin()  # before loading: nothing else may take descriptor 0
-    policy = Policy(
-        inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options)
-    )
     token = None
     if options.bearer_token_env:
         token = os.environ.get(options.bearer_token_env)
@@ -54,7 +37,7 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_REFUSED
-    toolbox = Toolbox.load(*options.paths, policy=policy, credentials=_credentials(options))
+    toolbox = load_toolbox(options)
     serve(
         toolbox,
         options.transport,
@@ -93,17 +76,10 @@ def add_mcp_parser(commands: Any) -> None:
         help="HTTP: require 'Authorization: Bearer <token>', the token read from VAR",
     )
     mcp.add_argument(
-        "--credential",
-        action="append",
-        metavar="NAME[.FIELD]=VAR",
-        help="resolve the Security Object named NAME from the host variable VAR",
-    )
-    mcp.add_argument(
         "--backend",
         choices=("asyncio", "trio"),
         default="asyncio",
         help="stdio: the event loop (HTTP runs on asyncio)",
     )
-    mcp.add_argument("--inherit-env", action="append", metavar="NAME")
-    add_sandbox_flags(mcp)
+    add_toolbox_flags(mcp)
     mcp.set_defaults(run=_cmd_mcp)

@@ -11,32 +11,21 @@ from ._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_REFUSED,
-    add_sandbox_flags,
     read_json_argument,
     run_interruptibly,
-    sandbox_settings,
 )
+from .options import add_toolbox_flags, load_toolbox
 
 __all__ = ["add_tools_parsers"]
 
 
-def _toolbox(options: argparse.Namespace) -> Any:
-    from ..policy import Policy
-    from ..toolbox import Toolbox
-
-    policy = Policy(
-        inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options)
-    )
-    return Toolbox.load(*options.paths, policy=policy)
-
-
 def _cmd_tools(options: argparse.Namespace) -> int:
-    from ..toolbox import FORMATS, StrictSchemaError, Toolbox
+    from ..toolbox import FORMATS, StrictSchemaError
 
     if options.format not in FORMATS:
         print(f"command-handle: --format must be one of {', '.join(FORMATS)}", file=sys.stderr)
         return EXIT_REFUSED
-    toolbox = Toolbox.load(*options.paths)
+    toolbox = load_toolbox(options)
     try:
         definitions = toolbox.describe(options.format)
     except StrictSchemaError as exc:
@@ -47,7 +36,7 @@ def _cmd_tools(options: argparse.Namespace) -> int:
 
 
 def _cmd_call(options: argparse.Namespace) -> int:
-    toolbox = _toolbox(options)
+    toolbox = load_toolbox(options)
     if options.tool not in toolbox:
         known = ", ".join(toolbox.names()) or "none"
         print(f"command-handle: no tool named {options.tool!r} (tools: {known})", file=sys.stderr)
@@ -71,6 +60,7 @@ def add_tools_parsers(commands: Any) -> None:
         default="mcp",
         help="mcp (default), openai, openai-strict, anthropic or tool-handle",
     )
+    add_toolbox_flags(tools, running=False)
     tools.set_defaults(run=_cmd_tools)
 
     call = commands.add_parser(
@@ -79,6 +69,5 @@ def add_tools_parsers(commands: Any) -> None:
     call.add_argument("paths", nargs="+", metavar="PATH", help="tool files and folders")
     call.add_argument("--tool", required=True, help="the tool's name")
     call.add_argument("--args", help="the arguments: JSON text, or @file, or @- for stdin")
-    call.add_argument("--inherit-env", action="append", metavar="NAME")
-    add_sandbox_flags(call)
+    add_toolbox_flags(call)
     call.set_defaults(run=_cmd_call)
