@@ -333,7 +333,7 @@ def run_bash_tool(vector: Vector) -> None:
     from .plugins import parse_schema
 
     data = vector.data
-    schema = {
+    schema: dict[str, Any] = {
         "id": "vector",
         "version": "0",
         "args_mode": data["args_mode"],
