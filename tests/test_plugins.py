@@ -34,8 +34,6 @@ CONFIG = ROOT / "fixtures" / "plugin-configs" / "app.json"
 CANARY = "canary-plugin-7f3a91c2e5"
 NAMES = ["read_line_range", "json_greet", "template_bash_echo"]
 
-pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
-
 
 @pytest.fixture(autouse=True)
 def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
