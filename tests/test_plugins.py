@@ -686,3 +686,27 @@ def test_mcp_serves_bash_tools_with_progress(tmp_path: Path) -> None:
     assert any(message.startswith("tick ") for message in messages)
     assert text_of(lines) == "line 2\nline 3"
     assert failed.is_error and "could not read" in text_of(failed)
+
+
+def test_an_edited_tool_file_is_refused_until_reloaded(tmp_path: Path) -> None:
+    """What runs is the file whose schema was checked and whose plan an approver saw."""
+    marker = tmp_path / "ran"
+    path = bash_tool(tmp_path, schema(), run="echo original")
+    events: list[AuditEvent] = []
+    toolbox = Toolbox.load(path, allow_bash_tools=True, events=events.append)
+    shown = toolbox.preview_sync("probe_tool", {})
+    path.write_text(path.read_text().replace("echo original", f"touch {marker}"))
+    result = toolbox.call_sync("probe_tool", {}, expect_plan=shown.plan_hash)
+    assert result.is_error and "Nothing ran" in result.content and not marker.exists()
+    assert "changed or went away" in events[-1].details["reason"]
+    path.unlink()
+    assert toolbox.call_sync("probe_tool", {}).is_error
+
+
+def test_hostile_text_reaches_the_script_as_one_argument_or_is_refused(tmp_path: Path) -> None:
+    path = bash_tool(tmp_path, schema(properties={"text": {"type": "string"}}))
+    toolbox = Toolbox.load(path, allow_bash_tools=True)
+    for text in ("a\nb", "$(touch x)", "`id`", "x' ; echo '", "*", "é\u202e"):
+        assert report(toolbox.call_sync("probe_tool", {"text": text}))["argv"] == ["--text", text]
+    refused = toolbox.call_sync("probe_tool", {"text": "a\x00b"})
+    assert refused.is_error and "a\x00b" not in refused.content

@@ -11,6 +11,7 @@ executor runs it like any other call.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _json
-from ..errors import HandleError
+from ..errors import CommandError, HandleError
 from ..handle import CommandHandle
 from . import modes
 from ._errors import BashToolError
@@ -61,6 +62,7 @@ class BashTool:
     options_allowed: frozenset[str]
     handle: CommandHandle = field(repr=False)
     schema: Mapping[str, Any] = field(repr=False)
+    digest: str = ""  # SHA-256 of the file as loaded; a call checks it is still that
 
     def prepare(
         self,
@@ -79,6 +81,7 @@ class BashTool:
         values); ``exit_code`` and ``timed_out`` (the timeout, in seconds) are
         for ``error``. Raises a :class:`~command_handle.errors.HandleError`."""
         self.handle.validate_arguments(args)  # the schema's words first, then the mode's
+        self._check_unchanged()
         tokens, stdin = modes.MODES[self.args_mode](self, args)
         head = [self.file, subcommand]
         if subcommand == "error":
@@ -101,9 +104,34 @@ class BashTool:
             context["env:AGENT_TOOL_TIMEOUT_SECONDS"] = f"{timed_out:g}"
         return self.handle.prepare(args, policy, context=context, credential=credential)
 
+    def _check_unchanged(self) -> None:
+        """What runs is the file whose schema was checked (and whose plan an
+        approver saw): an edited or replaced file is refused until reloaded."""
+        if not self.digest:
+            return
+        try:
+            with open(self.file, "rb") as script:
+                current = hashlib.sha256(script.read(_MAX_SCRIPT + 1)).hexdigest()
+        except OSError:
+            current = ""
+        if current != self.digest:
+            raise CommandError(
+                "the tool's file changed or went away since it was loaded; load the tools "
+                "again to run the new version",
+                "/command",
+            )
+
+
+_MAX_SCRIPT = 1 << 20
+
 
 def parse_schema(
-    text: str, file: str, *, timeout: float | None = None, python: str | None = None
+    text: str,
+    file: str,
+    *,
+    timeout: float | None = None,
+    python: str | None = None,
+    digest: str = "",
 ) -> BashTool:
     """The tool ``file`` describes with ``text`` (what ``bash FILE schema``
     printed), every rule of the contract checked. ``timeout`` is the
@@ -178,6 +206,7 @@ def parse_schema(
         options_allowed=options_allowed,
         handle=handle,
         schema=schema,
+        digest=digest,
     )
 
 

@@ -70,7 +70,9 @@ class BashLoader:
         absolute = str(path.resolve())
         text = self._schema_text(absolute, script, timeout)
         try:
-            tool = parse_schema(text, absolute, timeout=timeout)
+            tool = parse_schema(
+                text, absolute, timeout=timeout, digest=hashlib.sha256(script).hexdigest()
+            )
         except BashToolError as exc:
             raise _error(source, f"schema: {exc.message}", exc.pointer) from None
         self._remember(script, text)
@@ -247,7 +249,7 @@ class BashLoader:
         return self.cache if self.cache is not None else default_cache()
 
     def _cache_file(self, script: bytes) -> Path:
-        digest = hashlib.sha256(script).hexdigest()
+        digest = hashlib.sha256(script).hexdigest()  # the file's content, nothing else
         return self._cache_root() / "bash-schemas" / f"{digest}.json"
 
     def _cached(self, script: bytes) -> str | None:
