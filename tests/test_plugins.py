@@ -710,3 +710,18 @@ def test_hostile_text_reaches_the_script_as_one_argument_or_is_refused(tmp_path:
         assert report(toolbox.call_sync("probe_tool", {"text": text}))["argv"] == ["--text", text]
     refused = toolbox.call_sync("probe_tool", {"text": "a\x00b"})
     assert refused.is_error and "a\x00b" not in refused.content
+
+
+def test_the_config_s_timeout_bounds_the_schema_run_too(tmp_path: Path) -> None:
+    hanging = tmp_path / "hanging.bash"
+    hanging.write_text(f"exec -a {CANARY}-schema sleep 30\n")
+    config = {
+        "plugins": [{"bash_tool": {"file": "hanging.bash"}}],
+        "plugin_policy": {"allow_bash_tools": True, "bash_timeout_seconds": 0.5},
+    }
+    (tmp_path / "app.json").write_text(json.dumps(config))
+    started = time.monotonic()
+    with pytest.raises(ToolLoadError, match=r"within 0\.5 s"):
+        Toolbox.load(tmp_path / "app.json", policy=Policy(timeout=60, kill_grace=0.2))
+    assert time.monotonic() - started < 10
+    assert subprocess.run(["pgrep", "-f", f"{CANARY}-schema"], capture_output=True).stdout == b""

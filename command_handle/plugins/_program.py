@@ -26,24 +26,25 @@ ARGV = "bash_tool:argv"
 STDIN = "bash_tool:stdin"
 CWD = "working_directory"
 
-_HANDLES: dict[tuple[str, tuple[str, ...]], CommandHandle] = {}
+_HANDLES: dict[tuple[str, tuple[str, ...], float | None], CommandHandle] = {}
 
 
-def _handle(program: str, variables: tuple[str, ...]) -> CommandHandle:
-    handle = _HANDLES.get((program, variables))
+def _handle(program: str, variables: tuple[str, ...], timeout: float | None) -> CommandHandle:
+    key = (program, variables, timeout)
+    handle = _HANDLES.get(key)
     if handle is None:
-        handle = CommandHandle.from_dict(
-            {
-                "name": "bash_tool_loader",
-                "handle": "command",
-                "command": program,
-                "arguments": {"$context": ARGV},
-                "directory": {"$context": CWD},
-                "environment": {name: {"$context": f"env:{name}"} for name in variables},
-                "io": {"stdin": {"$context": STDIN}},
-            }
-        )
-        _HANDLES[(program, variables)] = handle
+        document: dict[str, object] = {
+            "name": "bash_tool_loader",
+            "handle": "command",
+            "command": program,
+            "arguments": {"$context": ARGV},
+            "directory": {"$context": CWD},
+            "environment": {name: {"$context": f"env:{name}"} for name in variables},
+            "io": {"stdin": {"$context": STDIN}},
+        }
+        if timeout is not None:
+            document["timeout"] = timeout
+        handle = _HANDLES[key] = CommandHandle.from_dict(document)
     return handle
 
 
@@ -55,9 +56,11 @@ def program_call(
     cwd: str | None = None,
     environment: Mapping[str, str] | None = None,
     stdin: str | None = None,
+    timeout: float | None = None,
 ) -> PreparedCall[CommandResult]:
     """``program`` (a bare name found on the Policy's search path, or a path)
-    with ``argv``, checked under ``policy``; spawns nothing."""
+    with ``argv``, checked under ``policy`` (``timeout`` lowers the Policy's);
+    spawns nothing."""
     environment = dict(environment or {})
     context: dict[str, object] = {ARGV: list(argv)}
     context.update({f"env:{name}": value for name, value in environment.items()})
@@ -65,4 +68,5 @@ def program_call(
         context[CWD] = cwd
     if stdin is not None:
         context[STDIN] = stdin
-    return _handle(program, tuple(sorted(environment))).prepare({}, policy, context=context)
+    handle = _handle(program, tuple(sorted(environment)), timeout)
+    return handle.prepare({}, policy, context=context)

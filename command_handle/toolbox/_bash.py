@@ -68,14 +68,16 @@ class BashLoader:
 
         script = read_regular_file(path, _MAX_SCRIPT, HandleLoadError)
         absolute = str(path.resolve())
-        text = self._schema_text(absolute, script, timeout)
+        cached = self._cached(script)
+        text = self._schema_text(absolute, timeout) if cached is None else cached
         try:
             tool = parse_schema(
                 text, absolute, timeout=timeout, digest=hashlib.sha256(script).hexdigest()
             )
         except BashToolError as exc:
             raise _error(source, f"schema: {exc.message}", exc.pointer) from None
-        self._remember(script, text)
+        if cached is None:
+            self._remember(script, text)
         return tool_of(tool, source)
 
     def folder(
@@ -170,10 +172,8 @@ class BashLoader:
             executor = self._executors[id(policy)] = Executor(policy)
         return executor.run_sync(prepared)
 
-    def _schema_text(self, file: str, script: bytes, timeout: float | None) -> str:
-        cached = self._cached(script)
-        if cached is not None:
-            return cached
+    def _schema_text(self, file: str, timeout: float | None) -> str:
+        """What ``bash FILE schema`` prints, run on the executor under the Policy."""
         from ..plugins import program_call
 
         policy = self.policy
@@ -184,12 +184,13 @@ class BashLoader:
                 policy,
                 cwd=os.path.dirname(file),
                 environment={"AGENT_TOOL_PYTHON": sys.executable},
+                timeout=timeout,
             )
             result = self._run(prepared, policy)
         except HandleError as exc:
             raise _error(file, f"`bash {file} schema` was refused: {exc}") from None
-        limit = policy.timeout if timeout is None else min(timeout, policy.timeout)
-        if result.timed_out or result.duration_s > limit:
+        limit = prepared.timeout
+        if result.timed_out:
             raise _error(file, f"`schema` did not finish within {limit:g} s")
         if result.exit_code != 0:
             why = _text(result.stderr).strip().splitlines()[-1:] or ["no message"]
