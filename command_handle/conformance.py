@@ -327,11 +327,52 @@ def run_utcp(vector: Vector) -> None:
         raise VectorFailure(f"expected {_show(expect)}, got {_show(value)}")
 
 
+def run_bash_tool(vector: Vector) -> None:
+    """A bash tool's argument mode with real processes: the tool's ``run`` hands
+    its argv and stdin to the probe; a refused call must spawn nothing."""
+    from .plugins import parse_schema
+
+    data = vector.data
+    schema: dict[str, Any] = {
+        "id": "vector",
+        "version": "0",
+        "args_mode": data["args_mode"],
+        "tools": [
+            {
+                "type": "function",
+                "function": {"name": "vector", "parameters": data.get("parameters", {})},
+            }
+        ],
+        **{key: data[key] for key in ("positional", "options_allowed") if key in data},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = _replacements(vector, tmp)["@probe"]
+        script = os.path.join(tmp, "vector.bash")
+        with open(script, "w") as out:
+            out.write(f'shift\nexec "$AGENT_TOOL_PYTHON" {json.dumps(probe)} "$@"\n')
+        executor = Executor()
+        try:
+            tool = parse_schema(json.dumps(schema), script)
+            result = executor.run_sync(tool.prepare("run", data.get("args", {}), executor.policy))
+        except Exception as exc:
+            _check_refusal(vector, exc, executor)
+            return
+    if "error" in data:
+        raise VectorFailure(f"expected {data['error']['type']}, the call ran")
+    report = json.loads(str(result.stdout))
+    argv = report["argv"]
+    if not same_json(argv, data["expect_argv"]):
+        raise VectorFailure(f"expected argv {_show(data['expect_argv'])}, got {_show(argv)}")
+    if "expect_stdin" in data and report.get("stdin") != data["expect_stdin"]:
+        raise VectorFailure(f"expected stdin {data['expect_stdin']!r}, got {report.get('stdin')!r}")
+
+
 SUITES: dict[str, Callable[[Vector], None]] = {
     "tool-form": run_tool_form,
     "args": run_tool_form,
     "command-handle": run_command_handle,
     "utcp": run_utcp,
+    "bash-tool": run_bash_tool,
 }
 for _error in (
     ArgsError,

@@ -19,6 +19,7 @@ from ._common import (
     read_json_argument,
     sandbox_settings,
 )
+from .options import add_toolbox_flags
 
 if TYPE_CHECKING:
     from ..executor import CommandResult, Executor, PreparedCall
@@ -152,31 +153,54 @@ def _cmd_render(options: argparse.Namespace) -> int:
 
 
 def _cmd_validate(options: argparse.Namespace) -> int:
-    """Each file named, and every tool file in each folder named: one line each."""
+    """Each file named, and every tool file in each folder named: one line each.
+    A folder with no tool is an error; its other files are listed, with why."""
     from ..errors import HandleError
-    from ..toolbox import ToolLoadError, load_tools, tool_files
+    from ..toolbox import ToolLoadError, is_shortcut, load_tools, tool_files
+    from .options import load_settings
 
+    settings = load_settings(options)
     status = EXIT_OK
     names: dict[str, str] = {}
-    try:
-        files = list(tool_files(options.handles))
-    except ToolLoadError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_REFUSED
-    for path in files:
+    for given in options.handles:
+        others: list[str] = []
         try:
-            tools, _ = load_tools([path])
-        except HandleError as exc:
-            print(str(exc) if isinstance(exc, ToolLoadError) else f"{path}: {exc}", file=sys.stderr)
+            files: list[str | Path] = [given] if is_shortcut(given) else []
+            files += list(tool_files([given], others))
+        except ToolLoadError as exc:
+            print(str(exc), file=sys.stderr)
             status = EXIT_REFUSED
             continue
-        clashes = [t.name for t in tools if t.name in names]
-        for name in clashes:
-            print(f"{path}: the tool name {name!r} is also used by {names[name]}", file=sys.stderr)
+        found = 0
+        failed = False
+        for path in files:
+            try:
+                tools, notes = load_tools([path], **settings)
+            except HandleError as exc:
+                print(
+                    str(exc) if isinstance(exc, ToolLoadError) else f"{path}: {exc}",
+                    file=sys.stderr,
+                )
+                status = EXIT_REFUSED
+                failed = True
+                continue
+            found += len(tools)
+            clashes = [t.name for t in tools if t.name in names]
+            for name in clashes:
+                print(
+                    f"{path}: the tool name {name!r} is also used by {names[name]}", file=sys.stderr
+                )
+                status = EXIT_REFUSED
+            names.update({t.name: str(path) for t in tools if t.name not in names})
+            if not clashes:
+                print(f"{path}: ok ({', '.join(t.name for t in tools) or 'no CLI tools'})")
+            for note in notes:
+                print(f"skipped: {note}", file=sys.stderr)
+        for note in others:
+            print(f"skipped: {note}", file=sys.stderr)
+        if Path(given).is_dir() and not found and not failed:
+            print(f"{given}: no tool in this folder", file=sys.stderr)
             status = EXIT_REFUSED
-        names.update({t.name: str(path) for t in tools if t.name not in names})
-        if not clashes:
-            print(f"{path}: ok ({', '.join(t.name for t in tools) or 'no CLI tools'})")
     return status
 
 
@@ -255,6 +279,7 @@ def add_handle_parsers(commands: Any) -> None:
         "validate", help="check Command Handles and UTCP documents, in files and folders"
     )
     validate.add_argument("handles", nargs="+", metavar="PATH")
+    add_toolbox_flags(validate, running=False)
     validate.set_defaults(run=_cmd_validate)
 
     schema = commands.add_parser(

@@ -26,6 +26,8 @@ def _cmd_tools(options: argparse.Namespace) -> int:
         print(f"command-handle: --format must be one of {', '.join(FORMATS)}", file=sys.stderr)
         return EXIT_REFUSED
     toolbox = load_toolbox(options)
+    for note in toolbox.skipped:
+        print(f"skipped: {note}", file=sys.stderr)
     try:
         definitions = toolbox.describe(options.format)
     except StrictSchemaError as exc:

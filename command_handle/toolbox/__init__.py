@@ -18,7 +18,7 @@ from ._credentials import (
 )
 from ._events import AuditEvent, EventSink
 from ._formats import FORMATS, describe_tool
-from ._load import ToolLoadError, load_tools, tool_files
+from ._load import ToolLoadError, is_shortcut, load_tools, tool_files
 from ._result import ToolResult
 from ._strict import StrictSchemaError, strict_schema
 from ._tool import NAME_PATTERN, Tool, llm_name
@@ -42,6 +42,7 @@ __all__ = [
     "Toolbox",
     "describe_tool",
     "environment_credentials",
+    "is_shortcut",
     "drop_nulls",
     "llm_name",
     "load_tools",

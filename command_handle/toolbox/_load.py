@@ -2,9 +2,13 @@
 
 A Command Handle has ``handle`` or ``handler``; a UTCP manual has ``tools``; a
 UTCP tool has ``tool_call_template`` or ``tool_provider``; a UTCP call template
-has ``call_template_type``, a 0.x provider ``provider_type``. Folders are read
-recursively, in name order, skipping hidden entries; within them only
-``.json``, ``.yaml`` and ``.yml`` files are read.
+has ``call_template_type``, a 0.x provider ``provider_type``; a bash tool
+plugin's ``agent_plugin.json`` has ``bash_tools``, an application config
+``plugins`` or ``plugin_policy``; a ``.bash`` file is a bash tool. Folders are
+read recursively, in name order, skipping hidden entries; within them
+``.json``, ``.yaml``, ``.yml`` and ``.bash`` files are read, the others are
+listed as not tools, and a folder holding ``agent_plugin.json`` is a plugin
+whose descriptor says what it holds. A folder that yields no tool is an error.
 """
 
 from __future__ import annotations
@@ -17,14 +21,20 @@ from typing import TYPE_CHECKING, Any
 from .._documents import read_document
 from ..errors import HandleError, HandleLoadError
 from ..handle import CommandHandle
+from ..policy import Policy
 from ._tool import NAME_PATTERN, Tool, llm_name
 
 if TYPE_CHECKING:
+    from ._bash import BashLoader
     from ._tool import UtcpSource
 
-__all__ = ["SUFFIXES", "ToolLoadError", "load_tools", "tool_files"]
+__all__ = ["SUFFIXES", "ToolLoadError", "is_shortcut", "load_tools", "tool_files"]
 
 SUFFIXES = (".json", ".yaml", ".yml")
+BASH_SUFFIX = ".bash"
+_DESCRIPTOR = "agent_plugin.json"
+_SHORTCUTS = ("bash:", "bash+git:")
+_LISTED_OTHERS = 5
 
 
 class ToolLoadError(HandleLoadError):
@@ -39,33 +49,84 @@ class ToolLoadError(HandleLoadError):
         return f"{self.path}: {self.message}{where}"
 
 
-def tool_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Each file named, and each tool file under each folder named."""
+def is_shortcut(given: str | os.PathLike[str]) -> bool:
+    """Whether ``given`` is ``bash:PATH`` or ``bash+git:URL#REF`` (not a file)."""
+    return isinstance(given, str) and given.startswith(_SHORTCUTS) and not os.path.exists(given)
+
+
+def tool_files(
+    paths: Iterable[str | os.PathLike[str]], others: list[str] | None = None
+) -> Iterator[Path]:
+    """Each file named, and each tool file under each folder named; the other
+    files of those folders go to ``others``, each with why. The shortcuts
+    ``bash:`` and ``bash+git:`` are no files: :func:`load_tools` reads them."""
     for given in paths:
+        if is_shortcut(given):
+            continue
         path = Path(given)
         if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if not name.startswith(".") and name.endswith(SUFFIXES):
-                        yield Path(root) / name
+            yield from _walk(path, others)
         elif path.exists():
             yield path
         else:
             raise ToolLoadError(str(path), "no such file or folder")
 
 
-def load_tools(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Tool], list[str]]:
-    """The tools in ``paths``, and a note for each UTCP tool that was skipped.
+def _walk(folder: Path, others: list[str] | None) -> Iterator[Path]:
+    for root, dirs, files in os.walk(folder):
+        if _DESCRIPTOR in files:  # a plugin folder: its descriptor says what it holds
+            dirs[:] = []
+            yield Path(root) / _DESCRIPTOR
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            if name.endswith((*SUFFIXES, BASH_SUFFIX)):
+                yield Path(root) / name
+            elif others is not None:
+                others.append(
+                    f"{Path(root) / name}: not a tool (only .json, .yaml, .yml and .bash "
+                    "files are read)"
+                )
+
+
+def load_tools(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    allow_bash_tools: bool = False,
+    policy: Policy | None = None,
+    plugin_cache: str | os.PathLike[str] | None = None,
+) -> tuple[list[Tool], list[str]]:
+    """The tools in ``paths``, and a note for each thing that was not loaded
+    (a UTCP tool of another protocol, a file that is no tool), with why.
 
     Raises :class:`ToolLoadError` naming the file (and the JSON Pointer) for the
-    first file that cannot be loaded, and for two tools with one name.
+    first file that cannot be loaded, for two tools with one name, and for a
+    folder that yields no tool. Bash tools load only with ``allow_bash_tools``
+    (or their config's ``plugin_policy``); their schema runs under ``policy``.
     """
+    from ._bash import BashLoader
+
+    loader = BashLoader(
+        allow_bash_tools, policy or Policy(), None if plugin_cache is None else Path(plugin_cache)
+    )
     tools: list[Tool] = []
     skipped: list[str] = []
     seen: dict[str, str] = {}
-    for file in tool_files(paths):
-        for tool in _tools_in(file, skipped):
+    for given in paths:
+        found: list[Tool] = []
+        if is_shortcut(given):
+            found = _shortcut_tools(str(given), loader)
+        else:
+            others: list[str] = []
+            notes: list[str] = []
+            for file in tool_files([given], others):
+                found += _tools_in(file, notes, loader)
+            skipped += notes + others
+            if not found and Path(given).is_dir():
+                raise ToolLoadError(str(given), _no_tool(notes + others))
+        for tool in found:
             if tool.name in seen:
                 raise ToolLoadError(
                     tool.source,
@@ -78,27 +139,56 @@ def load_tools(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Tool], lis
     return tools, skipped
 
 
-def _tools_in(file: Path, skipped: list[str]) -> list[Tool]:
+def _no_tool(notes: list[str]) -> str:
+    """Why a folder gave no tool: what was in it."""
+    if not notes:
+        return "no tool in this folder (it holds no .json, .yaml, .yml or .bash file)"
+    shown = "; ".join(notes[:_LISTED_OTHERS])
+    more = f"; and {len(notes) - _LISTED_OTHERS} more" if len(notes) > _LISTED_OTHERS else ""
+    return f"no tool in this folder: {shown}{more}"
+
+
+def _shortcut_tools(text: str, loader: BashLoader) -> list[Tool]:
+    from ..plugins import BashToolError, shortcut
+
+    try:
+        plugin = shortcut(text, os.getcwd())
+    except BashToolError as exc:
+        raise ToolLoadError(text, exc.message) from None
+    assert plugin is not None
+    return loader.source(plugin, text)
+
+
+def _tools_in(file: Path, skipped: list[str], loader: BashLoader) -> list[Tool]:
     source = str(file)
     try:
+        if file.suffix == BASH_SUFFIX:
+            return [loader.file(file)]
         document = read_document(file, HandleLoadError)
-        return _from_document(document, file, skipped)
+        return _from_document(document, file, skipped, loader)
     except ToolLoadError:
         raise
     except HandleError as exc:
         raise ToolLoadError(source, exc.message, exc.pointer) from None
 
 
-def _from_document(document: dict[str, Any], file: Path, skipped: list[str]) -> list[Tool]:
+def _from_document(
+    document: dict[str, Any], file: Path, skipped: list[str], loader: BashLoader
+) -> list[Tool]:
     source = str(file)
     if "handle" in document or "handler" in document:
         return [Tool.from_handle(CommandHandle.from_dict(document), source)]
+    if "bash_tools" in document:
+        return loader.descriptor(document, file)
+    if "plugins" in document or "plugin_policy" in document:
+        return loader.config(document, file, skipped)
     if not any(key in document for key in _UTCP_KEYS):
         raise ToolLoadError(
             source,
             'not a tool: a Command Handle has "handler": "command"; a UTCP manual has '
             '"tools"; a UTCP tool has "tool_call_template"; a call template has '
-            '"call_template_type"',
+            '"call_template_type"; a bash tool plugin\'s agent_plugin.json has "bash_tools"; '
+            'an application config has "plugins"',
         )
     from .. import utcp  # the translator (and tree-sitter) loads with the first UTCP file
 

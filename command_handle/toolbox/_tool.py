@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..handle import CommandHandle
 
 if TYPE_CHECKING:  # the UTCP layer loads with the first UTCP document
+    from ..plugins import BashTool
     from ..utcp import CliCallTemplate, LegacyCliProvider, UtcpTool
 
     UtcpSource = UtcpTool | CliCallTemplate | LegacyCliProvider
@@ -25,7 +26,8 @@ class Tool:
     """One tool: ``name``, ``description`` and ``parameters`` (the Tool Description
     of Tool Handle 2.1) are what a model sees; ``source`` is the file it came from.
 
-    ``handle`` is set for a Command Handle, ``utcp`` for a UTCP tool or template.
+    ``handle`` is set for a Command Handle, ``utcp`` for a UTCP tool or template;
+    a bash tool plugin has ``bash_tool`` and the ``handle`` generated for it.
     """
 
     name: str
@@ -36,9 +38,12 @@ class Tool:
     utcp: UtcpSource | None = field(default=None, repr=False)
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
+    bash_tool: BashTool | None = field(default=None, repr=False)
 
     @property
-    def kind(self) -> Literal["command", "utcp"]:
+    def kind(self) -> Literal["command", "utcp", "bash"]:
+        if self.bash_tool is not None:
+            return "bash"
         return "command" if self.handle is not None else "utcp"
 
     @property

@@ -20,6 +20,7 @@ implementation, as the executor's drivers do.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import inspect
 import os
 import threading
@@ -69,12 +70,14 @@ class ApprovalRequest:
     arguments: Mapping[str, Any]
     plan: Mapping[str, Any]
     plan_hash: str
+    summary: str = ""
 
 
 Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
 
 DEFAULT_MAX_CONTENT = 30_000
 _LISTED = 20  # tool names an "unknown tool" answer lists
+_SUMMARY = 1000  # characters of a summary line
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class _Run:
     call: PreparedToolCall
     emit: Emitter
     secrets: tuple[str, ...] = ()
+    quiet: bool = False  # a bash tool's preview or error: its output is no call output
 
 
 OutputLine = Callable[[str, str], Awaitable[None]]
@@ -185,13 +189,15 @@ def _text_codec(encoding: str) -> codecs.CodecInfo:
 class ToolPreview:
     """What a call would run: the ``plan`` (credentials masked) and its
     ``plan_hash``; or, when it would be refused, ``error`` (the text the model
-    would get) and no plan."""
+    would get) and no plan. ``summary`` is one line for a person: a bash
+    tool's ``preview`` output, a command's argv, a plan's steps."""
 
     tool: str
     call_id: str
     plan: Mapping[str, Any] | None
     plan_hash: str | None
     error: str | None
+    summary: str = ""
 
 
 _Flow = Generator["_Ask | _Run", Any, "ToolResult | ToolPreview"]
@@ -262,6 +268,7 @@ class Toolbox:
         events: EventSink | None = None,
         max_content: int = DEFAULT_MAX_CONTENT,
         skipped: list[str] | None = None,
+        tool_config: Mapping[str, Any] | None = None,
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
         if len(self._tools) != len(tools):
@@ -277,7 +284,10 @@ class Toolbox:
         self._approve = approve
         self._events = events
         self.max_content = max_content
-        self.skipped = list(skipped or [])  # UTCP tools of other protocols, with why
+        self.skipped = list(skipped or [])  # what was not loaded, with why
+        # The application's configuration for bash tools (working_directory and
+        # config_keys values); a call's context adds to it. Never the model's.
+        self.tool_config = dict(tool_config or {})
         self._output_validators: dict[str, Any] = {}
         self._input_validators: dict[str, Any] = {}
         for tool in tools:
@@ -308,12 +318,24 @@ class Toolbox:
         approve: Approver | None = None,
         events: EventSink | None = None,
         max_content: int = DEFAULT_MAX_CONTENT,
+        allow_bash_tools: bool = False,
+        tool_config: Mapping[str, Any] | None = None,
+        plugin_cache: str | os.PathLike[str] | None = None,
     ) -> Toolbox:
-        """Load files and folders (recursively) of Command Handles and UTCP
-        documents, recognised by their content. Raises
+        """Load files and folders (recursively) of Command Handles, UTCP
+        documents and bash tool plugins, recognised by their content. Raises
         :class:`~command_handle.toolbox.ToolLoadError` naming the file and the
-        JSON Pointer; two tools with one name name both files."""
-        tools, skipped = load_tools(paths)
+        JSON Pointer; two tools with one name name both files. Bash tools load
+        only with ``allow_bash_tools`` (or their config's ``plugin_policy``);
+        ``tool_config`` is their configuration (``working_directory``, the
+        ``config_keys`` values); ``plugin_cache`` holds their schemas and git
+        clones (default ``$XDG_CACHE_HOME/command-handle``)."""
+        tools, skipped = load_tools(
+            paths,
+            allow_bash_tools=allow_bash_tools,
+            policy=policy,
+            plugin_cache=plugin_cache,
+        )
         return cls(
             tools,
             policy=policy,
@@ -322,6 +344,7 @@ class Toolbox:
             events=events,
             max_content=max_content,
             skipped=skipped,
+            tool_config=tool_config,
         )
 
     # -- the collection ----------------------------------------------------------
@@ -459,7 +482,9 @@ class Toolbox:
 
     async def _run(self, request: _Run, on_output: OutputLine | None) -> CommandResult | PlanResult:
         on_chunk = (
-            None if on_output is None else _Lines(on_output, request.secrets, request.call.encoding)
+            None
+            if on_output is None or request.quiet
+            else _Lines(on_output, request.secrets, request.call.encoding)
         )
         try:
             return await request.call.run(_spawned(request.emit), on_chunk)
@@ -483,7 +508,7 @@ class Toolbox:
                 else:
                     try:
                         lines = None
-                        if on_output is not None:
+                        if on_output is not None and not request.quiet:
                             lines = _Lines(
                                 None, request.secrets, request.call.encoding, on_output
                             ).feed
@@ -521,16 +546,26 @@ class Toolbox:
             args = self._arguments(tool, arguments)
             credential = yield from self._credential(tool, principal, call)
             prepared = self._prepare(tool, args, context, credential)
+            summary = ""
             if preview or expect_plan is not None or self._approve is not None:
                 # The plan is described and hashed only when someone looks at it: it
                 # is work (the sandbox profile, RFC 8785) that a plain call skips.
                 call.digest = plan_hash(prepared.plan)
+            if preview or self._approve is not None:
+                summary = yield from self._summary(tool, args, context, credential, prepared, call)
             if preview:
-                return ToolPreview(name, call.call_id, prepared.plan, call.digest, None)
-            yield from self._clear(tool, args, principal, prepared, expect_plan, call)
+                return ToolPreview(name, call.call_id, prepared.plan, call.digest, None, summary)
+            yield from self._clear(tool, args, principal, prepared, expect_plan, call, summary)
             ran = yield _Run(prepared, call.emit, call.secrets)
             _report(call.emit, ran)
-            return self._outcome(tool, prepared, ran, call)
+            outcome = self._outcome(tool, prepared, ran, call)
+            if tool.bash_tool is not None and isinstance(ran, CommandResult) and not ran.ok:
+                message = yield from self._bash_error(
+                    tool, args, context, credential, ran, prepared.timeout, call
+                )
+                if message:
+                    outcome = dataclasses.replace(outcome, content=message)
+            return outcome
         except _Refusal as refusal:
             call.emit(refusal.event, **refusal.details)
             return call.result(is_error=True, content=refusal.text)
@@ -639,6 +674,7 @@ class Toolbox:
         prepared: PreparedToolCall,
         expect_plan: str | None,
         call: _CallState,
+        summary: str = "",
     ) -> Generator[_Ask, Any, None]:
         """The plan the caller expects, and the approve hook's yes."""
         digest = call.digest
@@ -653,7 +689,9 @@ class Toolbox:
         if self._approve is None:
             return
         assert digest is not None
-        request = ApprovalRequest(tool.name, call.call_id, principal, args, prepared.plan, digest)
+        request = ApprovalRequest(
+            tool.name, call.call_id, principal, args, prepared.plan, digest, summary
+        )
         allowed = yield _Ask(partial(self._approve, request))
         if not allowed:
             raise _Refusal(
@@ -695,6 +733,76 @@ class Toolbox:
             is_error = True
         return call.result(is_error=is_error, content=content, structured=structured, result=ran)
 
+    def _summary(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        context: Mapping[str, Any] | None,
+        credential: Mapping[str, Any] | None,
+        prepared: PreparedToolCall,
+        call: _CallState,
+    ) -> Generator[_Run, Any, str]:
+        """One line for a person: a bash tool's ``preview`` (empty when it fails,
+        as its contract says), else what the plan runs."""
+        if tool.bash_tool is None:
+            return plan_summary(prepared.plan)
+        try:
+            shown = tool.bash_tool.prepare(
+                "preview", args, self.policy, config=self._config(context), credential=credential
+            )
+            ran = yield _Run(
+                PreparedToolCall(shown, self.executor, None), call.emit, call.secrets, quiet=True
+            )
+        except CommandHandleError:
+            return ""
+        if not isinstance(ran, CommandResult) or ran.exit_code != 0 or ran.timed_out:
+            return ""
+        lines = redact(_text(ran.stdout), call.secrets).strip().splitlines()
+        return lines[0][:_SUMMARY] if lines else ""
+
+    def _bash_error(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        context: Mapping[str, Any] | None,
+        credential: Mapping[str, Any] | None,
+        ran: CommandResult,
+        timeout: float,
+        call: _CallState,
+    ) -> Generator[_Run, Any, str]:
+        """A bash tool's ``error`` subcommand after a failed or timed-out run: its
+        output is the message when it exits 0 and prints something, else ""."""
+        assert tool.bash_tool is not None
+        if ran.timed_out:
+            code = 124  # as timeout(1) reports it
+        elif ran.exit_code is None:
+            code = 128 + (ran.signal or 0)
+        else:
+            code = ran.exit_code
+        try:
+            error = tool.bash_tool.prepare(
+                "error",
+                args,
+                self.policy,
+                config=self._config(context),
+                credential=credential,
+                exit_code=code,
+                timed_out=timeout if ran.timed_out else None,
+            )
+            answer = yield _Run(
+                PreparedToolCall(error, self.executor, None), call.emit, call.secrets, quiet=True
+            )
+        except CommandHandleError:
+            return ""
+        if not isinstance(answer, CommandResult) or answer.exit_code != 0:
+            return ""
+        text = redact(_text(answer.stdout), call.secrets).strip("\n")
+        return text[: self.max_content] if text.strip() else ""
+
+    def _config(self, context: Mapping[str, Any] | None) -> dict[str, Any]:
+        """A bash tool's configuration: the Toolbox's, with this call's context over it."""
+        return {**self.tool_config, **(context or {})}
+
     def _prepare(
         self,
         tool: Tool,
@@ -702,6 +810,11 @@ class Toolbox:
         context: Mapping[str, Any] | None,
         credential: Mapping[str, Any] | None,
     ) -> PreparedToolCall:
+        if tool.bash_tool is not None:
+            run = tool.bash_tool.prepare(
+                "run", args, self.policy, config=self._config(context), credential=credential
+            )
+            return PreparedToolCall(run, self.executor, None)
         if tool.handle is not None:
             prepared = tool.handle.prepare(
                 args, self.policy, context=context, credential=credential
@@ -731,6 +844,26 @@ class Toolbox:
             return ""
         where = "".join(f"/{part}" for part in error.absolute_path) or "/"
         return f"the structured result fails output_schema at {where} ({error.validator})"
+
+
+def _text(value: str | bytes | None) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value or ""
+
+
+def plan_summary(plan: Mapping[str, Any]) -> str:
+    """A plan in one line: a command's argv as a shell would quote it, a UTCP
+    plan's steps; credentials are masked in the plan already."""
+    import shlex
+
+    argv = plan.get("argv")
+    if isinstance(argv, list):
+        return shlex.join(str(word) for word in argv)[:_SUMMARY]
+    steps = plan.get("steps")
+    if isinstance(steps, list):
+        return "; ".join(str(step) for step in steps)[:_SUMMARY]
+    return ""
 
 
 def _as_preview(outcome: ToolResult | ToolPreview) -> ToolPreview:

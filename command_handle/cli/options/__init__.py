@@ -12,16 +12,24 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from . import credentials, environment, sandbox
+from . import credentials, environment, plugins, sandbox, tool_config
 from ._group import OptionGroup, Settings
 
 if TYPE_CHECKING:
     from ...policy import Policy
     from ...toolbox import Toolbox
 
-__all__ = ["GROUPS", "OptionGroup", "Settings", "add_toolbox_flags", "load_toolbox", "policy_of"]
+__all__ = [
+    "GROUPS",
+    "OptionGroup",
+    "Settings",
+    "add_toolbox_flags",
+    "load_settings",
+    "load_toolbox",
+    "policy_of",
+]
 
-GROUPS: tuple[OptionGroup, ...] = (sandbox, environment, credentials)
+GROUPS: tuple[OptionGroup, ...] = (sandbox, environment, credentials, plugins, tool_config)
 
 
 def add_toolbox_flags(parser: Any, *, running: bool = True) -> None:
@@ -43,6 +51,18 @@ def policy_of(options: argparse.Namespace) -> Policy:
     from ...policy import Policy
 
     return Policy(**_collected(options).policy)
+
+
+def load_settings(options: argparse.Namespace) -> dict[str, Any]:
+    """What decides which tools load (for ``validate``): the Policy the bash
+    tools' schemas run under, and whether bash tools may load."""
+    from ...policy import Policy
+
+    settings = _collected(options)
+    return {
+        "policy": Policy(**settings.policy),
+        "allow_bash_tools": bool(settings.toolbox.get("allow_bash_tools", False)),
+    }
 
 
 def load_toolbox(options: argparse.Namespace, paths: list[str] | None = None) -> Toolbox:
