@@ -47,9 +47,15 @@ def _cmd_translate(options: argparse.Namespace) -> int:
 def _cmd_run(options: argparse.Namespace) -> int:
     from .. import utcp  # tree-sitter loads only for the utcp commands
     from ..policy import Policy
+    from .options import variables as variable_flags
 
     args = read_object(options.args, "--args")
-    variables = {k: str(v) for k, v in read_object(options.variables, "--variables").items()}
+    variables: dict[str, str] = {}
+    for path in options.variables_file or ():  # an earlier file wins, as in UTCP
+        for key, text in utcp.dotenv_variables(path).items():
+            variables.setdefault(key, text)
+    variables.update({k: str(v) for k, v in read_object(options.variables, "--variables").items()})
+    variables.update(variable_flags.given(options))
     policy = Policy(
         allow_environment=tuple(options.allow_env or ()),
         inherit_environment=tuple(options.inherit_env or ()),
@@ -64,7 +70,9 @@ def _cmd_run(options: argparse.Namespace) -> int:
         value = utcp.utcp_value(result.output)
         print(value if isinstance(value, str) else _json.stringify(value, indent=2))
     if result.timed_out:
-        print(f"command-handle: the call timed out after {policy.timeout:g} s", file=sys.stderr)
+        own = utcp.translate(source).timeout  # the template's own lowers the Policy's
+        limit = policy.timeout if own is None else min(policy.timeout, own)
+        print(f"command-handle: the call timed out after {limit:g} s", file=sys.stderr)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
@@ -98,6 +106,18 @@ def add_utcp_parser(commands: Any) -> None:
     run.add_argument("--tool", help="the tool to pick from a manual")
     run.add_argument("--args", help="tool arguments: JSON text, @file, or @- for stdin")
     run.add_argument("--variables", help="UTCP variables for ${NAME} in env_vars (JSON object)")
+    run.add_argument(
+        "--variable",
+        action="append",
+        metavar="NAME=VALUE",
+        help="one UTCP variable; repeat for each (wins over --variables)",
+    )
+    run.add_argument(
+        "--variables-file",
+        action="append",
+        metavar="FILE",
+        help="UTCP variables from a dotenv file (the others win over it)",
+    )
     run.add_argument(
         "--allow-env",
         action="append",

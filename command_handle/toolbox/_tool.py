@@ -26,6 +26,8 @@ class Tool:
     of Tool Handle 2.1) are what a model sees; ``source`` is the file it came from.
 
     ``handle`` is set for a Command Handle, ``utcp`` for a UTCP tool or template.
+    A manual's tool is named ``<manual>_<tool>`` (OpenAI and Anthropic refuse
+    ``.``); ``utcp_name`` keeps UTCP's ``<manual>.<tool>``.
     """
 
     name: str
@@ -36,6 +38,10 @@ class Tool:
     utcp: UtcpSource | None = field(default=None, repr=False)
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
+    # A UTCP manual's tool: its manual (the namespace of its variables) and its
+    # UTCP name, ``manual.tool``, which MCP shows and lookups accept.
+    utcp_manual: str | None = None
+    utcp_name: str | None = None
 
     @property
     def kind(self) -> Literal["command", "utcp"]:

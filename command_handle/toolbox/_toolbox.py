@@ -24,7 +24,7 @@ import inspect
 import os
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -250,6 +250,13 @@ class Toolbox:
     ``approve(request)`` returns whether a rendered call may run; ``events``
     receives each :class:`AuditEvent`. Each hook may be sync or async.
     ``max_content`` bounds the default text shown to the model, per stream.
+
+    UTCP templates read ``${NAME}`` in ``env_vars`` from ``variables`` and the
+    dotenv ``variable_files`` (read at each call; the mapping wins over the
+    files, an earlier file over a later one; a call's ``context`` over both),
+    namespaced by manual as in UTCP. Never from the model or the host. The
+    values of the names in ``secret_variables`` are redacted like credentials
+    from everything shown.
     """
 
     def __init__(
@@ -262,8 +269,17 @@ class Toolbox:
         events: EventSink | None = None,
         max_content: int = DEFAULT_MAX_CONTENT,
         skipped: list[str] | None = None,
+        variables: Mapping[str, str] | None = None,
+        variable_files: Sequence[str | os.PathLike[str]] = (),
+        secret_variables: Iterable[str] = (),
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        # UTCP's ``manual.tool`` spelling of a manual's tool finds it too.
+        self._aliases = {
+            tool.utcp_name: tool.name
+            for tool in tools
+            if tool.utcp_name is not None and tool.utcp_name not in self._tools
+        }
         if len(self._tools) != len(tools):
             names = [tool.name for tool in tools]
             twice = next(tool for tool in tools if names.count(tool.name) > 1)
@@ -280,6 +296,9 @@ class Toolbox:
         self.skipped = list(skipped or [])  # UTCP tools of other protocols, with why
         self._output_validators: dict[str, Any] = {}
         self._input_validators: dict[str, Any] = {}
+        self._variables = {str(k): str(v) for k, v in (variables or {}).items()}
+        self.variable_files = tuple(os.fspath(path) for path in variable_files)
+        self.secret_variables = frozenset(secret_variables)
         for tool in tools:
             emit = Emitter(events, tool.name, "")
             emit("loaded", source=tool.source, kind=tool.kind)
@@ -308,12 +327,18 @@ class Toolbox:
         approve: Approver | None = None,
         events: EventSink | None = None,
         max_content: int = DEFAULT_MAX_CONTENT,
+        variables: Mapping[str, str] | None = None,
+        variable_files: Sequence[str | os.PathLike[str]] = (),
+        secret_variables: Iterable[str] = (),
     ) -> Toolbox:
         """Load files and folders (recursively) of Command Handles and UTCP
-        documents, recognised by their content. Raises
-        :class:`~command_handle.toolbox.ToolLoadError` naming the file and the
-        JSON Pointer; two tools with one name name both files."""
-        tools, skipped = load_tools(paths)
+        documents, recognised by their content. A UTCP client configuration's
+        ``manual_call_templates`` are discovered now: their commands run under
+        ``policy`` (its timeout) with these variables, and print the manuals.
+        Raises :class:`~command_handle.toolbox.ToolLoadError` naming the file
+        and the JSON Pointer; two tools with one name name both files."""
+        resolver = _Variables(variables, variable_files)
+        tools, skipped = load_tools(paths, partial(_discover, policy or Policy(), resolver))
         return cls(
             tools,
             policy=policy,
@@ -322,6 +347,9 @@ class Toolbox:
             events=events,
             max_content=max_content,
             skipped=skipped,
+            variables=variables,
+            variable_files=variable_files,
+            secret_variables=secret_variables,
         )
 
     # -- the collection ----------------------------------------------------------
@@ -330,10 +358,11 @@ class Toolbox:
         return list(self._tools)
 
     def __getitem__(self, name: str) -> Tool:
-        return self._tools[name]
+        """The tool ``name``; a UTCP manual's tool also as ``manual.tool``."""
+        return self._tools[self._aliases.get(name, name)]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._tools or name in self._aliases
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
@@ -520,7 +549,8 @@ class Toolbox:
             tool = self._tool(name)
             args = self._arguments(tool, arguments)
             credential = yield from self._credential(tool, principal, call)
-            prepared = self._prepare(tool, args, context, credential)
+            variables = self._utcp_variables(tool, context, call)
+            prepared = self._prepare(tool, args, context, credential, variables, call.secrets)
             if preview or expect_plan is not None or self._approve is not None:
                 # The plan is described and hashed only when someone looks at it: it
                 # is work (the sandbox profile, RFC 8785) that a plain call skips.
@@ -559,7 +589,7 @@ class Toolbox:
             )
 
     def _tool(self, name: str) -> Tool:
-        tool = self._tools.get(name)
+        tool = self._tools.get(self._aliases.get(name, name))
         if tool is not None:
             return tool
         names = list(self._tools)
@@ -695,12 +725,50 @@ class Toolbox:
             is_error = True
         return call.result(is_error=is_error, content=content, structured=structured, result=ran)
 
+    def _utcp_variables(
+        self, tool: Tool, context: Mapping[str, Any] | None, call: _CallState
+    ) -> dict[str, str]:
+        """The variables a UTCP tool's ``${NAME}`` read, for this call: the files
+        (read now), the mapping, then the call's ``context``; the secret ones'
+        values join the call's secrets."""
+        if tool.utcp is None:
+            return {}
+        try:
+            variables = _Variables(self._variables, self.variable_files).resolve(tool.utcp_manual)
+        except HandleError as exc:
+            raise _Refusal(
+                f"The variables for `{tool.name}` could not be read; nothing ran.",
+                reason="variables unavailable",
+                detail=exc.message,
+            ) from None
+        for key, value in (context or {}).items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                variables[key] = str(value)
+        if self.secret_variables:
+            secret = {name: variables[name] for name in self.secret_variables if name in variables}
+            prefix = (tool.utcp_manual or "").replace("_", "__") + "_"
+            secret.update(
+                {
+                    name: variables[name.removeprefix(prefix)]
+                    for name in self.secret_variables
+                    if name.startswith(prefix) and name.removeprefix(prefix) in variables
+                }
+            )
+            found = secret_values(secret)
+            if found:
+                call.secrets = call.emit.secrets = tuple(
+                    sorted({*call.secrets, *found}, key=len, reverse=True)
+                )
+        return variables
+
     def _prepare(
         self,
         tool: Tool,
         args: dict[str, Any],
         context: Mapping[str, Any] | None,
         credential: Mapping[str, Any] | None,
+        variables: Mapping[str, str] | None = None,
+        secrets: tuple[str, ...] = (),
     ) -> PreparedToolCall:
         if tool.handle is not None:
             prepared = tool.handle.prepare(
@@ -708,16 +776,10 @@ class Toolbox:
             )
             return PreparedToolCall(prepared, self.executor, tool.handle)
         assert tool.utcp is not None
-        # UTCP ${NAME} variables come from the application's context.
-        variables = {
-            key: str(value)
-            for key, value in (context or {}).items()
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool)
-        }
         from .. import utcp
 
-        plan = utcp.prepare(tool.utcp, args, variables=variables, policy=self.policy)
-        return PreparedToolCall(plan, self.executor, None)
+        plan = utcp.prepare(tool.utcp, args, variables=variables or {}, policy=self.policy)
+        return PreparedToolCall(plan, self.executor, None, secrets)
 
     def _output_problem(self, tool: Tool, structured: object) -> str:
         if tool.output_schema is None:
@@ -731,6 +793,47 @@ class Toolbox:
             return ""
         where = "".join(f"/{part}" for part in error.absolute_path) or "/"
         return f"the structured result fails output_schema at {where} ({error.validator})"
+
+
+class _Variables:
+    """The Toolbox's UTCP variables: a mapping and dotenv files, read when asked."""
+
+    def __init__(
+        self, mapping: Mapping[str, str] | None, files: Sequence[str | os.PathLike[str]]
+    ) -> None:
+        self.mapping = {str(k): str(v) for k, v in (mapping or {}).items()}
+        self.files = tuple(files)
+
+    def resolve(self, manual: str | None) -> dict[str, str]:
+        """All variables; for a manual's tool, ``<manual with _ doubled>_NAME`` also as ``NAME``."""
+        if not self.files and not self.mapping:
+            return {}
+        from .. import utcp
+
+        loaded = [utcp.dotenv_variables(path) for path in self.files]
+        if manual is None:
+            merged: dict[str, str] = {}
+            for source in reversed([self.mapping, *loaded]):
+                merged.update(source)
+            return merged
+        return utcp.namespaced_variables(manual, self.mapping, loaded)
+
+
+def _discover(policy: Policy, variables: _Variables, template: Any, manual: str) -> Any:
+    """Run a manual call template's discovery under ``policy`` (its timeout) and
+    return the manual it prints."""
+    from .. import utcp
+    from ..executor import Executor
+
+    executor = Executor(policy)
+    prepared = utcp.prepare(template, {}, variables=variables.resolve(manual), policy=policy)
+    result = executor.run_sync(prepared)
+    if result.timed_out:
+        raise HandleError(f"the discovery commands timed out after {prepared.timeout:g} s")
+    found = utcp.manual_from_output(result.output)
+    if found is None:
+        raise HandleError("the discovery commands printed no UTCP manual")
+    return found
 
 
 def _as_preview(outcome: ToolResult | ToolPreview) -> ToolPreview:
