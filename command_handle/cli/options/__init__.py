@@ -45,8 +45,11 @@ def policy_of(options: argparse.Namespace) -> Policy:
     return Policy(**_collected(options).policy)
 
 
-def load_toolbox(options: argparse.Namespace, paths: list[str] | None = None) -> Toolbox:
-    """The Toolbox the flags describe, loaded from ``paths`` (default ``options.paths``)."""
+def load_toolbox(
+    options: argparse.Namespace, paths: list[str] | None = None, **extra: Any
+) -> Toolbox:
+    """The Toolbox the flags describe, loaded from ``paths`` (default ``options.paths``);
+    ``extra`` are further :meth:`Toolbox.load` keywords (``events``)."""
     from ...policy import Policy
     from ...toolbox import Toolbox
 
@@ -55,4 +58,5 @@ def load_toolbox(options: argparse.Namespace, paths: list[str] | None = None) ->
         *(options.paths if paths is None else paths),
         policy=Policy(**settings.policy),
         **settings.toolbox,
+        **extra,
     )
