@@ -427,3 +427,24 @@ def test_mcp_serves_manual_tools_as_manual_dot_tool_with_variables(tmp_path: Pat
     assert result.is_error is False
     text = result.content[0].text
     assert '"z"' in text and CANARY not in text and "[credential]" in text
+
+
+def test_one_manual_never_reads_another_manuals_variables(tmp_path: Path) -> None:
+    (tmp_path / "manual.json").write_text(
+        json.dumps(manual()).replace("${TOKEN}", "${other_TOKEN}")
+    )
+    config = {
+        "variables": {"other_TOKEN": CANARY},
+        "manual_call_templates": [discovery(tmp_path, "reader"), discovery(tmp_path, "other")],
+    }
+    made = client(config)
+    with pytest.raises(EnvironmentVariableError, match="'other_TOKEN'"):
+        asyncio.run(made.call_tool("reader.probe", {"q": "x"}))
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "client.json").write_text(
+        json.dumps({"manual_call_templates": config["manual_call_templates"]})
+    )
+    box = Toolbox.load(tools, variables={"other_TOKEN": CANARY})
+    result = box.call_sync("reader.probe", {"q": "x"})
+    assert result.is_error and CANARY not in json.dumps(result.to_json())

@@ -297,6 +297,7 @@ class Toolbox:
         self._output_validators: dict[str, Any] = {}
         self._input_validators: dict[str, Any] = {}
         self._variables = {str(k): str(v) for k, v in (variables or {}).items()}
+        self._manuals = frozenset(t.utcp_manual for t in tools if t.utcp_manual is not None)
         self.variable_files = tuple(os.fspath(path) for path in variable_files)
         self.secret_variables = frozenset(secret_variables)
         for tool in tools:
@@ -734,7 +735,9 @@ class Toolbox:
         if tool.utcp is None:
             return {}
         try:
-            variables = _Variables(self._variables, self.variable_files).resolve(tool.utcp_manual)
+            variables = _Variables(self._variables, self.variable_files, self._manuals).resolve(
+                tool.utcp_manual
+            )
         except HandleError as exc:
             raise _Refusal(
                 f"The variables for `{tool.name}` could not be read; nothing ran.",
@@ -799,10 +802,14 @@ class _Variables:
     """The Toolbox's UTCP variables: a mapping and dotenv files, read when asked."""
 
     def __init__(
-        self, mapping: Mapping[str, str] | None, files: Sequence[str | os.PathLike[str]]
+        self,
+        mapping: Mapping[str, str] | None,
+        files: Sequence[str | os.PathLike[str]],
+        manuals: Iterable[str] = (),
     ) -> None:
         self.mapping = {str(k): str(v) for k, v in (mapping or {}).items()}
         self.files = tuple(files)
+        self.manuals = tuple(manuals)  # whose namespaced variables others never see
 
     def resolve(self, manual: str | None) -> dict[str, str]:
         """All variables; for a manual's tool, ``<manual with _ doubled>_NAME`` also as ``NAME``."""
@@ -811,12 +818,9 @@ class _Variables:
         from .. import utcp
 
         loaded = [utcp.dotenv_variables(path) for path in self.files]
-        if manual is None:
-            merged: dict[str, str] = {}
-            for source in reversed([self.mapping, *loaded]):
-                merged.update(source)
-            return merged
-        return utcp.namespaced_variables(manual, self.mapping, loaded)
+        if manual is None:  # a bare template or a 0.x provider file: no namespace of its own
+            return utcp.namespaced_variables("", self.mapping, loaded, self.manuals)
+        return utcp.namespaced_variables(manual, self.mapping, loaded, self.manuals)
 
 
 def _discover(policy: Policy, variables: _Variables, template: Any, manual: str) -> Any:

@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -369,16 +369,23 @@ def manual_name(name: str) -> str:
 
 
 def namespaced_variables(
-    namespace: str, variables: Mapping[str, str], loaded: Sequence[Mapping[str, str]]
+    namespace: str,
+    variables: Mapping[str, str],
+    loaded: Sequence[Mapping[str, str]],
+    others: Iterable[str] = (),
 ) -> dict[str, str]:
     """The variables a manual's templates see: ``<manual with _ doubled>_NAME``
     from the configuration (first) or a dotenv file, as ``NAME``; then the
-    unprefixed names as they are."""
+    other names as they are, except those namespaced for the ``others``
+    manuals: one manual never reads another's."""
     prefix = namespace.replace("_", "__") + "_"
+    foreign = tuple(other.replace("_", "__") + "_" for other in others if other != namespace)
     sources = [variables, *loaded]
     out: dict[str, str] = {}
     for source in reversed(sources):  # earlier sources win
-        out.update(source)
+        out.update({key: value for key, value in source.items() if not key.startswith(foreign)})
+    if not namespace:
+        return out
     for source in reversed(sources):  # and a namespaced name wins over a bare one
         for key, value in source.items():
             if key.startswith(prefix) and len(key) > len(prefix):
@@ -468,7 +475,8 @@ class UtcpClient:
 
     def _variables(self, manual: str) -> dict[str, str]:
         loaded = [loader.values(self.root_dir) for loader in self.config.load_variables_from or []]
-        return namespaced_variables(manual, self.config.variables or {}, loaded)
+        others = {*self._manuals, *(manual_name(t.name) for t in self.config.manual_call_templates)}
+        return namespaced_variables(manual, self.config.variables or {}, loaded, others)
 
     # -- manuals -----------------------------------------------------------------
 
