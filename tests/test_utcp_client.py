@@ -20,7 +20,7 @@ import trio
 from command_handle import Policy
 from command_handle.call import PlanResult
 from command_handle.errors import EnvironmentVariableError, HandleError
-from command_handle.toolbox import Toolbox
+from command_handle.toolbox import Toolbox, ToolLoadError
 from command_handle.utcp import (
     ProtocolNotAllowedError,
     UnknownToolError,
@@ -448,3 +448,23 @@ def test_one_manual_never_reads_another_manuals_variables(tmp_path: Path) -> Non
     box = Toolbox.load(tools, variables={"other_TOKEN": CANARY})
     result = box.call_sync("reader.probe", {"q": "x"})
     assert result.is_error and CANARY not in json.dumps(result.to_json())
+
+
+def test_toolbox_discovery_honours_allowed_protocols_and_its_timeout(tmp_path: Path) -> None:
+    tools = toolbox_files(tmp_path)
+    config = json.loads((tools / "client.json").read_text())
+    config["manual_call_templates"][0]["allowed_communication_protocols"] = ["http"]
+    (tools / "client.json").write_text(json.dumps(config))
+    box = Toolbox.load(tools)
+    assert box.names() == [] and any("allowed_communication_protocols" in n for n in box.skipped)
+
+    slow = {
+        "name": "slow",
+        "call_template_type": "cli",
+        "commands": [{"command": f"{PY} -c 'import time; time.sleep(30)'"}],
+        "timeout": 300,
+    }
+    (tools / "client.json").write_text(json.dumps({"manual_call_templates": [slow]}))
+    with pytest.raises(ToolLoadError, match=r"'slow' failed: .*timed out after 0\.3 s") as failed:
+        Toolbox.load(tools)
+    assert failed.value.pointer == "/manual_call_templates/0"

@@ -169,6 +169,14 @@ def _discovered(
             raise ToolLoadError(
                 source, f"the discovery of manual {name!r} failed: {exc.message}", pointer
             ) from None
+        allowed = getattr(template, "allowed_communication_protocols", None) or ["cli"]
+        if "cli" not in allowed:  # as UtcpClient filters them at registration
+            skipped += [
+                f"{source}: {name}.{tool.name}: its protocol 'cli' is not in the manual's "
+                f"allowed_communication_protocols {allowed}"
+                for tool in manual.tools
+            ]
+            continue
         tools += _manual_tools(manual, name, name, file, skipped, f"{pointer}/tools")
     return tools
 
