@@ -468,3 +468,10 @@ def test_toolbox_discovery_honours_allowed_protocols_and_its_timeout(tmp_path: P
     with pytest.raises(ToolLoadError, match=r"'slow' failed: .*timed out after 0\.3 s") as failed:
         Toolbox.load(tools)
     assert failed.value.pointer == "/manual_call_templates/0"
+
+
+def test_two_manuals_with_one_utcp_name_are_refused(tmp_path: Path) -> None:
+    for stem in ("team-a", "team_a"):
+        (tmp_path / f"{stem}.json").write_text(json.dumps(manual()))
+    with pytest.raises(ToolLoadError, match=r"'team_a\.probe' is also defined in"):
+        Toolbox.load(tmp_path)

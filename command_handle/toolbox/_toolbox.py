@@ -274,12 +274,21 @@ class Toolbox:
         secret_variables: Iterable[str] = (),
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
-        # UTCP's ``manual.tool`` spelling of a manual's tool finds it too.
-        self._aliases = {
-            tool.utcp_name: tool.name
-            for tool in tools
-            if tool.utcp_name is not None and tool.utcp_name not in self._tools
-        }
+        # UTCP's ``manual.tool`` spelling of a manual's tool finds it too, and is
+        # its MCP name: two tools must not share it.
+        self._aliases: dict[str, str] = {}
+        for tool in tools:
+            if tool.utcp_name is None:
+                continue
+            if tool.utcp_name in self._aliases:
+                other = self._tools[self._aliases[tool.utcp_name]]
+                raise ToolLoadError(
+                    tool.source,
+                    f"the tool {tool.utcp_name!r} is also defined in {other.source} "
+                    "(manual names are made of letters, digits and _)",
+                    "/name",
+                )
+            self._aliases[tool.utcp_name] = tool.name
         if len(self._tools) != len(tools):
             names = [tool.name for tool in tools]
             twice = next(tool for tool in tools if names.count(tool.name) > 1)
