@@ -263,6 +263,10 @@ def test_allowed_communication_protocols_filter_at_registration_and_at_call(
     with pytest.raises(ProtocolNotAllowedError, match="communication protocol 'http'"):
         asyncio.run(both.call_tool("readme_tools.weather", {}))
 
+    empty = UtcpClient(default.config)  # [] is the default: the manual's own protocol
+    asyncio.run(empty.register_manual(discovery(workdir, allowed_communication_protocols=[])))
+    assert [t.name for t in asyncio.run(empty.search_tools("", limit=10))] == names
+
     only_http = UtcpClient(default.config)
     asyncio.run(
         only_http.register_manual(discovery(workdir, allowed_communication_protocols=["http"]))
