@@ -45,6 +45,7 @@ from ._formats import describe_tool
 from ._load import ToolLoadError, load_tools
 from ._result import ToolResult, command_content, shown_result
 from ._tool import Tool
+from ._variables import Variables, discover
 
 if TYPE_CHECKING:
     from ..executor import Executor
@@ -347,8 +348,8 @@ class Toolbox:
         ``policy`` (its timeout) with these variables, and print the manuals.
         Raises :class:`~command_handle.toolbox.ToolLoadError` naming the file
         and the JSON Pointer; two tools with one name name both files."""
-        resolver = _Variables(variables, variable_files)
-        tools, skipped = load_tools(paths, partial(_discover, policy or Policy(), resolver))
+        resolver = Variables(variables, variable_files)
+        tools, skipped = load_tools(paths, partial(discover, policy or Policy(), resolver))
         return cls(
             tools,
             policy=policy,
@@ -744,7 +745,7 @@ class Toolbox:
         if tool.utcp is None:
             return {}
         try:
-            variables = _Variables(self._variables, self.variable_files, self._manuals).resolve(
+            variables = Variables(self._variables, self.variable_files, self._manuals).resolve(
                 tool.utcp_manual
             )
         except HandleError as exc:
@@ -805,48 +806,6 @@ class Toolbox:
             return ""
         where = "".join(f"/{part}" for part in error.absolute_path) or "/"
         return f"the structured result fails output_schema at {where} ({error.validator})"
-
-
-class _Variables:
-    """The Toolbox's UTCP variables: a mapping and dotenv files, read when asked."""
-
-    def __init__(
-        self,
-        mapping: Mapping[str, str] | None,
-        files: Sequence[str | os.PathLike[str]],
-        manuals: Iterable[str] = (),
-    ) -> None:
-        self.mapping = {str(k): str(v) for k, v in (mapping or {}).items()}
-        self.files = tuple(files)
-        self.manuals = tuple(manuals)  # whose namespaced variables others never see
-
-    def resolve(self, manual: str | None) -> dict[str, str]:
-        """All variables; for a manual's tool, ``<manual with _ doubled>_NAME`` also as ``NAME``."""
-        if not self.files and not self.mapping:
-            return {}
-        from .. import utcp
-
-        loaded = [utcp.dotenv_variables(path) for path in self.files]
-        if manual is None:  # a bare template or a 0.x provider file: no namespace of its own
-            return utcp.namespaced_variables("", self.mapping, loaded, self.manuals)
-        return utcp.namespaced_variables(manual, self.mapping, loaded, self.manuals)
-
-
-def _discover(policy: Policy, variables: _Variables, template: Any, manual: str) -> Any:
-    """Run a manual call template's discovery under ``policy`` (its timeout) and
-    return the manual it prints."""
-    from .. import utcp
-    from ..executor import Executor
-
-    executor = Executor(policy)
-    prepared = utcp.prepare(template, {}, variables=variables.resolve(manual), policy=policy)
-    result = executor.run_sync(prepared)
-    if result.timed_out:
-        raise HandleError(f"the discovery commands timed out after {prepared.timeout:g} s")
-    found = utcp.manual_from_output(result.output)
-    if found is None:
-        raise HandleError("the discovery commands printed no UTCP manual")
-    return found
 
 
 def _as_preview(outcome: ToolResult | ToolPreview) -> ToolPreview:
