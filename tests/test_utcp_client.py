@@ -479,3 +479,15 @@ def test_two_manuals_with_one_utcp_name_are_refused(tmp_path: Path) -> None:
         (tmp_path / f"{stem}.json").write_text(json.dumps(manual()))
     with pytest.raises(ToolLoadError, match=r"'team_a\.probe' is also defined in"):
         Toolbox.load(tmp_path)
+
+
+def test_a_discovered_description_holding_a_secret_is_refused(tmp_path: Path) -> None:
+    tools = toolbox_files(tmp_path)
+    leaky = manual()
+    leaky["tools"][1]["description"] = f"counts words; token {CANARY}"
+    (tmp_path / "manual.json").write_text(json.dumps(leaky))
+    files = [tmp_path / "team.env"]
+    with pytest.raises(ToolLoadError, match="'team_count' holds the value of a secret") as refused:
+        Toolbox.load(tools, variable_files=files, secret_variables=["TOKEN"])
+    assert CANARY not in str(refused.value)
+    assert Toolbox.load(tools, variable_files=files).names() == ["team_probe", "team_count"]

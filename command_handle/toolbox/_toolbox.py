@@ -45,7 +45,7 @@ from ._formats import describe_tool
 from ._load import ToolLoadError, load_tools
 from ._result import ToolResult, command_content, shown_result
 from ._tool import Tool
-from ._variables import Variables, discover
+from ._variables import Variables, check_descriptions, discover
 
 if TYPE_CHECKING:
     from ..executor import Executor
@@ -350,6 +350,7 @@ class Toolbox:
         and the JSON Pointer; two tools with one name name both files."""
         resolver = Variables(variables, variable_files)
         tools, skipped = load_tools(paths, partial(discover, policy or Policy(), resolver))
+        check_descriptions(tools, resolver, secret_variables)
         return cls(
             tools,
             policy=policy,

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import HandleError
 from ..policy import Policy
 
-__all__ = ["Variables", "discover"]
+__all__ = ["Variables", "check_descriptions", "discover"]
 
 
 class Variables:
@@ -53,3 +53,32 @@ def discover(policy: Policy, variables: Variables, template: Any, manual: str) -
     if found is None:
         raise HandleError("the discovery commands printed no UTCP manual")
     return found
+
+
+def check_descriptions(tools: Iterable[Any], variables: Variables, secret: Iterable[str]) -> None:
+    """A discovered manual is another program's output: refuse a tool whose
+    description or schema holds the value of a secret variable, which the
+    model would be shown."""
+    import json
+
+    from .._secrets import MIN_REDACTED
+    from ._load import ToolLoadError
+
+    names = set(secret)
+    if not names:
+        return
+    every = variables.resolve(None)
+    values = {
+        value
+        for key, value in every.items()
+        if len(value) >= MIN_REDACTED
+        and (key in names or any(key.endswith("_" + name) for name in names))
+    }
+    for tool in tools:
+        shown = json.dumps([tool.name, tool.description, tool.parameters], ensure_ascii=False)
+        if any(value in shown for value in values):
+            raise ToolLoadError(
+                tool.source,
+                f"the description of the tool {tool.name!r} holds the value of a secret "
+                "variable; it would be shown to the model",
+            )
