@@ -491,3 +491,49 @@ def test_a_discovered_description_holding_a_secret_is_refused(tmp_path: Path) ->
         Toolbox.load(tools, variable_files=files, secret_variables=["TOKEN"])
     assert CANARY not in str(refused.value)
     assert Toolbox.load(tools, variable_files=files).names() == ["team_probe", "team_count"]
+
+
+def test_the_mcp_server_log_says_why_a_call_was_refused(tmp_path: Path) -> None:
+    tools = toolbox_files(tmp_path)
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "log-test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "team.probe", "arguments": {"q": "x"}},
+        },
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "command_handle", "mcp", str(tools)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    for message in messages:
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+    process.stdin.flush()
+    reply: dict[str, Any] = {}
+    while reply.get("id") != 2:
+        line = process.stdout.readline()
+        assert line, "the server closed stdout"
+        reply = json.loads(line)
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0 and process.stderr is not None
+    stderr = process.stderr.read().decode()
+    process.stdout.close()
+    process.stderr.close()
+    assert reply["result"]["isError"] is True
+    assert "'TOKEN'" in stderr and "--variable NAME=VALUE" in stderr
