@@ -537,3 +537,14 @@ def test_the_mcp_server_log_says_why_a_call_was_refused(tmp_path: Path) -> None:
     process.stderr.close()
     assert reply["result"]["isError"] is True
     assert "'TOKEN'" in stderr and "--variable NAME=VALUE" in stderr
+
+
+def test_a_discovery_that_times_out_says_so(tmp_path: Path) -> None:
+    slow = {
+        "name": "slow",
+        "call_template_type": "cli",
+        "commands": [{"command": f"{PY} -c 'import time; time.sleep(30)'"}],
+        "timeout": 300,
+    }
+    with pytest.raises(UtcpLoadError, match=r"'slow' could not be registered: .* 0\.3 s"):
+        client({"manual_call_templates": [slow]})

@@ -497,21 +497,25 @@ class UtcpClient:
                 f"Manual {name} already registered, please use a different name or "
                 "deregister the existing manual"
             )
-        from ._api import discover
+        from ._api import manual_from_output, run
 
-        try:
-            manual = await discover(
-                template, variables=self._variables(name), executor=self.executor
+        result = await run(template, {}, variables=self._variables(name), executor=self.executor)
+        found = manual_from_output(result.output)
+        if found is None:
+            own = template.timeout_seconds
+            limit = self.policy.timeout if own is None else min(self.policy.timeout, own)
+            why = (
+                f"the discovery commands timed out after {limit:g} s"
+                if result.timed_out
+                else "the discovery commands printed no UTCP manual or tool"
             )
-        except UtcpLoadError as exc:
-            if exc.pointer:
-                raise
             return RegisterManualResult(
                 manual_call_template=template,
                 manual=UtcpManual(manual_version="0.0.0"),
                 success=False,
-                errors=[exc.message],
+                errors=[why],
             )
+        manual = found
         registered = _Registered(name, template, {}, {})
         allowed = registered.allowed
         errors: list[str] = []
