@@ -548,3 +548,36 @@ def test_a_discovery_that_times_out_says_so(tmp_path: Path) -> None:
     }
     with pytest.raises(UtcpLoadError, match=r"'slow' could not be registered: .* 0\.3 s"):
         client({"manual_call_templates": [slow]})
+
+
+def test_utcp_run_and_tools_take_variables(tmp_path: Path) -> None:
+    (tmp_path / "manual.json").write_text(json.dumps(manual()))
+    template = tmp_path / "discovery.json"
+    found = discovery(tmp_path, "team")
+    template.write_text(
+        json.dumps({**found, "commands": [{"command": "cat $F"}], "env_vars": {"F": "${FILE}"}})
+    )
+    listed = cli("utcp", "tools", str(template), "--variable", "FILE=manual.json")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("probe: ")
+    refused = cli("utcp", "tools", str(template))
+    assert refused.returncode != 0 and "'FILE'" in refused.stderr
+
+    printer = tmp_path / "printer.json"
+    printer.write_text(
+        json.dumps(
+            {
+                "name": "m_1",
+                "call_template_type": "cli",
+                "commands": [{"command": "echo $KEY"}],
+                "env_vars": {"KEY": "${API_KEY}"},
+            }
+        )
+    )
+    (tmp_path / "vars.env").write_text("m__1_API_KEY=from-file\n")
+    from_file = cli("utcp", "run", str(printer), "--variables-file", str(tmp_path / "vars.env"))
+    assert from_file.stdout.strip() == "from-file", from_file.stderr
+    flag = cli(
+        "utcp", "run", str(printer), "--variables", '{"API_KEY": "j"}', "--variable", "API_KEY=k"
+    )
+    assert flag.stdout.strip() == "k", flag.stderr
