@@ -132,7 +132,7 @@ def test_0_x_env_output_format_and_refused_fields() -> None:
     }
     assert call(provider) == '{"a": 1}'  # text: not parsed
     assert call({**provider, "output_format": "json"}) == {"a": 1}
-    for field, value in (("param_style", "positional"), ("execute_command", "ls")):
+    for field, value in (("param_style", "flags"), ("execute_command", "ls")):
         with pytest.raises(utcp.UtcpLoadError) as refused:
             utcp.load({**provider, field: value})
         assert refused.value.pointer == f"/{field}"

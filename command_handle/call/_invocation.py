@@ -40,7 +40,9 @@ class MaskedView:
 class Invocation:
     """A fully validated command: everything the executor needs, nothing it must check.
 
-    ``argv[0]`` is the resolved absolute path of the program. ``env`` is the
+    ``argv[0]`` is the resolved absolute path of the program, the file that is
+    executed; ``argv0``, when set, is what the program receives as its
+    ``argv[0]`` instead: the name as written, as a shell passes it. ``env`` is the
     complete child environment. ``stdin`` is None when standard input stays
     closed. ``encoding`` is a Python codec name, or ``"binary"`` for bytes.
     """
@@ -60,6 +62,7 @@ class Invocation:
     no_new_privs: bool = True  # False only when Policy.allow_setuid
     limits: tuple[tuple[int, int], ...] = ()  # (RLIMIT_*, value) set on the child
     cgroup: bool = False  # a cgroup of its own, killed with the call (Policy.cgroup_per_call)
+    argv0: str | None = None  # the program's argv[0] when not its path (see above)
     # bwrap and its options when the sandbox backend is bubblewrap (set by the executor)
     bubblewrap: tuple[str, ...] = field(default=(), compare=False)
     # Variables whose values hold a credential, and whether stdin does: every
@@ -114,8 +117,11 @@ class Invocation:
         if self.stdin is not None:
             shown = self.shown_stdin()
             stdin = MASK if shown is None else shown.decode("utf-8", "replace")
+        named: dict[str, object] = {"argv": list(self.argv)}
+        if self.argv0 is not None and self.argv0 != self.argv[0]:
+            named["argv0"] = self.argv0
         return {
-            "argv": list(self.argv),
+            **named,
             "env": self.shown_environment(),
             "cwd": self.cwd,
             "stdin": stdin,

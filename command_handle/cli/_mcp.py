@@ -37,7 +37,11 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_REFUSED
-    toolbox = load_toolbox(options)
+    from ._tools import why_refused
+
+    # The server's log (stderr) says why a call was refused; the client is told
+    # only that nothing ran and the application must act.
+    toolbox = load_toolbox(options, events=why_refused)
     serve(
         toolbox,
         options.transport,

@@ -16,7 +16,7 @@ from ._common import (
 )
 from .options import add_toolbox_flags, load_toolbox
 
-__all__ = ["add_tools_parsers"]
+__all__ = ["add_tools_parsers", "why_refused"]
 
 
 def _cmd_tools(options: argparse.Namespace) -> int:
@@ -37,8 +37,17 @@ def _cmd_tools(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def why_refused(event: Any) -> None:
+    """The operator is told why a call was refused, which the model is not (a
+    missing variable, a Policy refusal): the reason, redacted, on stderr."""
+    if event.kind == "refused" and event.details.get("reason"):
+        detail = event.details.get("detail")
+        reason = event.details["reason"] + (f" ({detail})" if detail else "")
+        print(f"command-handle: {event.tool}: refused: {reason}", file=sys.stderr)
+
+
 def _cmd_call(options: argparse.Namespace) -> int:
-    toolbox = load_toolbox(options)
+    toolbox = load_toolbox(options, events=why_refused)
     if options.tool not in toolbox:
         known = ", ".join(toolbox.names()) or "none"
         print(f"command-handle: no tool named {options.tool!r} (tools: {known})", file=sys.stderr)

@@ -44,12 +44,44 @@ def _cmd_translate(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _variables(options: argparse.Namespace) -> dict[str, str]:
+    """``--variables-file`` (an earlier file wins, as in UTCP), then ``--variables``,
+    then each ``--variable``."""
+    from .. import utcp
+    from .options import variables as variable_flags
+
+    variables: dict[str, str] = {}
+    for path in options.variables_file or ():
+        for key, text in utcp.dotenv_variables(path).items():
+            variables.setdefault(key, text)
+    given = read_object(options.variables, "--variables")
+    variables.update({key: str(value) for key, value in given.items()})
+    variables.update(variable_flags.given(options))
+    return variables
+
+
+def _add_variable_flags(parser: Any) -> None:
+    parser.add_argument("--variables", help="UTCP variables for ${NAME} in env_vars (JSON object)")
+    parser.add_argument(
+        "--variable",
+        action="append",
+        metavar="NAME=VALUE",
+        help="one UTCP variable; repeat for each (wins over --variables)",
+    )
+    parser.add_argument(
+        "--variables-file",
+        action="append",
+        metavar="FILE",
+        help="UTCP variables from a dotenv file (the others win over it)",
+    )
+
+
 def _cmd_run(options: argparse.Namespace) -> int:
     from .. import utcp  # tree-sitter loads only for the utcp commands
     from ..policy import Policy
 
     args = read_object(options.args, "--args")
-    variables = {k: str(v) for k, v in read_object(options.variables, "--variables").items()}
+    variables = _variables(options)
     policy = Policy(
         allow_environment=tuple(options.allow_env or ()),
         inherit_environment=tuple(options.inherit_env or ()),
@@ -64,7 +96,9 @@ def _cmd_run(options: argparse.Namespace) -> int:
         value = utcp.utcp_value(result.output)
         print(value if isinstance(value, str) else _json.stringify(value, indent=2))
     if result.timed_out:
-        print(f"command-handle: the call timed out after {policy.timeout:g} s", file=sys.stderr)
+        own = utcp.translate(source).timeout  # the template's own lowers the Policy's
+        limit = policy.timeout if own is None else min(policy.timeout, own)
+        print(f"command-handle: the call timed out after {limit:g} s", file=sys.stderr)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
@@ -74,7 +108,8 @@ def _cmd_tools(options: argparse.Namespace) -> int:
     loaded = utcp.load(options.file)
     if not isinstance(loaded, utcp.UtcpManual):
         template = loaded
-        loaded = run_interruptibly(lambda: utcp.discover(template))
+        variables = _variables(options)
+        loaded = run_interruptibly(lambda: utcp.discover(template, variables=variables))
     for tool in loaded.tools:
         print(f"{tool.name}: {tool.description}")
     for skipped in loaded.skipped:
@@ -97,7 +132,7 @@ def add_utcp_parser(commands: Any) -> None:
     run.add_argument("file")
     run.add_argument("--tool", help="the tool to pick from a manual")
     run.add_argument("--args", help="tool arguments: JSON text, @file, or @- for stdin")
-    run.add_argument("--variables", help="UTCP variables for ${NAME} in env_vars (JSON object)")
+    _add_variable_flags(run)
     run.add_argument(
         "--allow-env",
         action="append",
@@ -124,4 +159,5 @@ def add_utcp_parser(commands: Any) -> None:
         "tools", help="list a manual's tools (a discovery template is run to get its manual)"
     )
     tools.add_argument("file")
+    _add_variable_flags(tools)  # for the discovery template's env_vars
     tools.set_defaults(run=_cmd_tools)

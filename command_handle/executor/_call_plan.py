@@ -87,12 +87,16 @@ def _describe_command(invocation: Invocation, prepared: PreparedCall[Any]) -> di
         shown = invocation.shown_stdin()  # the credential masked: never a digest of a secret
         if shown is not None:
             stdin["sha256"] = hashlib.sha256(shown).hexdigest()
+    # What the program sees as its argv[0], when not its path (a busybox-style
+    # program dispatches on it).
+    argv0 = invocation.argv0 if invocation.argv0 != invocation.argv[0] else None
     return {
         "kind": "command",
         "tool": invocation.handle_name,
         "program": _text(invocation.argv[0]),
         "program_file": {**program_file, "path": _text(program_file["path"])},
         "argv": [_text(token) for token in invocation.argv],
+        **({} if argv0 is None else {"argv0": _text(argv0)}),
         "environment": {_text(k): _text(v) for k, v in invocation.shown_environment().items()},
         "cwd": _text(invocation.cwd),
         "stdin": stdin,

@@ -165,11 +165,15 @@ class _HandleRun:
         inv = self.invocation
         fds = self.child_fds
         argv: tuple[str, ...] = inv.argv
-        if inv.bubblewrap:  # bwrap starts the program inside its namespaces
+        executable = inv.argv[0]
+        if inv.bubblewrap:  # bwrap starts the program inside its namespaces, by its path
             argv = (*inv.bubblewrap, *inv.argv)
+            executable = argv[0]
+        elif inv.argv0 is not None:  # the name as written, as a shell passes it
+            argv = (inv.argv0, *inv.argv[1:])
         return launch(
             argv,
-            executable=argv[0],
+            executable=executable,
             env=inv.env,
             cwd=inv.cwd,
             stdin=fds[0],

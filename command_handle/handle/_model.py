@@ -386,6 +386,7 @@ class CommandHandle(BaseModel):
         timeout, max_output = self._limits(policy)
         return Invocation(
             argv=(program, *argv),
+            argv0=command,
             env=env,
             cwd=cwd,
             stdin=stdin,

@@ -66,7 +66,9 @@ def plan_environment(plan: Plan, variables: Mapping[str, str], policy: Policy) -
         if missing:
             raise EnvironmentVariableError(
                 f"env_vars/{name} refers to the variable {missing[0]!r}, which is not in the "
-                "variables given to the call",
+                "variables given to the call (give it as a UTCP variable: Toolbox variables= "
+                "or variable_files=, UtcpClient variables or load_variables_from, or "
+                "command-handle --variable NAME=VALUE or --variables-file FILE)",
                 where,
             )
         env[name] = check_variable_value(name, value, where)

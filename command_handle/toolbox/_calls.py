@@ -37,9 +37,11 @@ class PreparedToolCall:
         prepared: PreparedCall[CommandResult] | PreparedCall[PlanResult],
         executor: Executor,
         handle: CommandHandle | None,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self.prepared = prepared
         self.handle = handle
+        self.secrets = secrets  # redacted from the plan (a UTCP plan's environment)
         self._executor = executor
         self._plan: dict[str, Any] | None = None
 
@@ -47,7 +49,12 @@ class PreparedToolCall:
     def plan(self) -> dict[str, Any]:
         """What will run, as JSON (computed when first asked for)."""
         if self._plan is None:
-            self._plan = self._executor.describe(self.prepared)
+            plan = self._executor.describe(self.prepared)
+            if self.secrets:
+                redacted = redact_value(plan, self.secrets)
+                assert isinstance(redacted, dict)
+                plan = redacted
+            self._plan = plan
         return self._plan
 
     @property

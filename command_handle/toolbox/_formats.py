@@ -1,6 +1,7 @@
 """Tool definitions for each LLM API, from a Tool: one function per format, in a table.
 
-- ``mcp``: MCP's ``Tool`` (``name``, ``description``, ``inputSchema``, and
+- ``mcp``: MCP's ``Tool`` (``name``: ``manual.tool`` for a UTCP manual's tool,
+  ``description``, ``inputSchema``, and
   ``outputSchema`` and ``annotations`` when the handle declares them);
 - ``openai``: a Chat Completions function tool;
 - ``openai-strict``: the same with ``strict: true`` and the schema in the strict
@@ -22,7 +23,7 @@ __all__ = ["FORMATS", "describe_tool"]
 
 def _mcp(tool: Tool) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "name": tool.name,
+        "name": tool.utcp_name or tool.name,  # MCP names may hold "."
         "description": tool.description,
         "inputSchema": tool.parameters,
     }

@@ -14,7 +14,7 @@ whose descriptor says what it holds. A folder that yields no tool is an error.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +25,12 @@ from ..policy import Policy
 from ._tool import NAME_PATTERN, Tool, llm_name
 
 if TYPE_CHECKING:
+    from ..utcp import CliCallTemplate, LegacyCliProvider, UtcpManual
     from ._bash import BashLoader
     from ._tool import UtcpSource
+
+    # Runs a manual call template's discovery commands; returns the manual printed.
+    Discover = Callable[[CliCallTemplate | LegacyCliProvider, str], UtcpManual]
 
 __all__ = ["SUFFIXES", "ToolLoadError", "is_shortcut", "load_tools", "tool_files"]
 
@@ -97,9 +101,13 @@ def load_tools(
     allow_bash_tools: bool = False,
     policy: Policy | None = None,
     plugin_cache: str | os.PathLike[str] | None = None,
+    discover: Discover | None = None,
 ) -> tuple[list[Tool], list[str]]:
     """The tools in ``paths``, and a note for each thing that was not loaded
     (a UTCP tool of another protocol, a file that is no tool), with why.
+
+    A UTCP client configuration (``manual_call_templates``) has each manual
+    discovered with ``discover`` (its commands run; they print the manual).
 
     Raises :class:`ToolLoadError` naming the file (and the JSON Pointer) for the
     first file that cannot be loaded, for two tools with one name, and for a
@@ -122,7 +130,7 @@ def load_tools(
             others: list[str] = []
             notes: list[str] = []
             for file in tool_files([given], others):
-                found += _tools_in(file, notes, loader)
+                found += _tools_in(file, notes, loader, discover)
             skipped += notes + others
             if not found and Path(given).is_dir():
                 raise ToolLoadError(str(given), _no_tool(notes + others))
@@ -159,12 +167,16 @@ def _shortcut_tools(text: str, loader: BashLoader) -> list[Tool]:
     return loader.source(plugin, text)
 
 
-def _tools_in(file: Path, skipped: list[str], loader: BashLoader) -> list[Tool]:
+def _tools_in(
+    file: Path, skipped: list[str], loader: BashLoader, discover: Discover | None
+) -> list[Tool]:
     source = str(file)
     try:
         if file.suffix == BASH_SUFFIX:
             return [loader.file(file)]
         document = read_document(file, HandleLoadError)
+        if "manual_call_templates" in document:
+            return _discovered(document, file, skipped, discover)
         return _from_document(document, file, skipped, loader)
     except ToolLoadError:
         raise
@@ -188,24 +200,90 @@ def _from_document(
             'not a tool: a Command Handle has "handler": "command"; a UTCP manual has '
             '"tools"; a UTCP tool has "tool_call_template"; a call template has '
             '"call_template_type"; a bash tool plugin\'s agent_plugin.json has "bash_tools"; '
-            'an application config has "plugins"',
+            'an application config has "plugins"; a UTCP client configuration has '
+            '"manual_call_templates"',
         )
     from .. import utcp  # the translator (and tree-sitter) loads with the first UTCP file
 
     loaded = utcp.load(document)
     if isinstance(loaded, utcp.UtcpManual):
-        skipped += [f"{source}: {tool.name}: {tool.reason}" for tool in loaded.skipped]
-        return [
-            _utcp_tool(tool, file, f"/tools/{index}") for index, tool in enumerate(loaded.tools)
-        ]
+        manual = utcp.manual_name(file.stem)
+        return _manual_tools(loaded, manual, file.stem, file, skipped, "/tools")
     name = document.get("name")
     return [_utcp_tool(loaded, file, "", name if isinstance(name, str) else None)]
+
+
+def _manual_tools(
+    manual: UtcpManual, name: str, prefix: str, file: Path, skipped: list[str], pointer: str
+) -> list[Tool]:
+    """A manual's CLI tools, as ``<prefix>_<tool>`` (``utcp_name``: ``<name>.<tool>``)."""
+    source = str(file)
+    skipped += [f"{source}: {tool.name}: {tool.reason}" for tool in manual.skipped]
+    return [
+        _utcp_tool(tool, file, f"{pointer}/{index}", manual=name, prefix=prefix)
+        for index, tool in enumerate(manual.tools)
+    ]
+
+
+# A UTCP client configuration's fields that a Toolbox takes from its own options.
+_CLIENT_ONLY = {
+    "variables": "Toolbox.load(variables=...) or --variable NAME=VALUE",
+    "load_variables_from": "Toolbox.load(variable_files=[...]) or --variables-file FILE",
+    "post_processing": "nothing: the Toolbox shapes results for the model itself",
+}
+
+
+def _discovered(
+    document: dict[str, Any], file: Path, skipped: list[str], discover: Discover | None
+) -> list[Tool]:
+    """The tools of each manual of a UTCP client configuration, discovered now."""
+    from .. import utcp
+
+    source = str(file)
+    for field, instead in _CLIENT_ONLY.items():
+        if document.get(field):
+            raise ToolLoadError(
+                source,
+                f"{field} in a client configuration is for UtcpClient; a Toolbox takes "
+                f"it from {instead}",
+                f"/{field}",
+            )
+    config = utcp.UtcpClientConfig.from_source(document)
+    if discover is None:
+        raise ToolLoadError(source, "manuals need discovery, which this loader cannot run")
+    tools: list[Tool] = []
+    for index, template in enumerate(config.manual_call_templates):
+        pointer = f"/manual_call_templates/{index}"
+        name = utcp.manual_name(template.name)
+        try:
+            manual = discover(template.model_copy(update={"name": name}), name)
+        except HandleError as exc:
+            raise ToolLoadError(
+                source, f"the discovery of manual {name!r} failed: {exc.message}", pointer
+            ) from None
+        allowed = getattr(template, "allowed_communication_protocols", None) or ["cli"]
+        if "cli" not in allowed:  # as UtcpClient filters them at registration
+            skipped += [
+                f"{source}: {name}.{tool.name}: its protocol 'cli' is not in the manual's "
+                f"allowed_communication_protocols {allowed}"
+                for tool in manual.tools
+            ]
+            continue
+        tools += _manual_tools(manual, name, name, file, skipped, f"{pointer}/tools")
+    return tools
 
 
 _UTCP_KEYS = ("tools", "tool_call_template", "tool_provider", "call_template_type", "provider_type")
 
 
-def _utcp_tool(item: UtcpSource, file: Path, pointer: str, name: str | None = None) -> Tool:
+def _utcp_tool(
+    item: UtcpSource,
+    file: Path,
+    pointer: str,
+    name: str | None = None,
+    manual: str | None = None,
+    prefix: str | None = None,
+) -> Tool:
     from .. import utcp
 
     source = str(file)
@@ -236,6 +314,17 @@ def _utcp_tool(item: UtcpSource, file: Path, pointer: str, name: str | None = No
         }
         tool_name = name if name and NAME_PATTERN.fullmatch(name) else llm_name(name or file.stem)
         description = ""
+    qualified = None
+    if manual is not None and isinstance(item, utcp.UtcpTool):
+        short = item.name.removeprefix(manual + ".")
+        qualified = f"{manual}.{short}"
+        tool_name = llm_name(prefix or manual, short)
     return Tool(
-        name=tool_name, description=description, parameters=parameters, source=source, utcp=item
+        name=tool_name,
+        description=description,
+        parameters=parameters,
+        source=source,
+        utcp=item,
+        utcp_manual=manual,
+        utcp_name=qualified,
     )

@@ -28,6 +28,8 @@ class Tool:
 
     ``handle`` is set for a Command Handle, ``utcp`` for a UTCP tool or template;
     a bash tool plugin has ``bash_tool`` and the ``handle`` generated for it.
+    A manual's tool is named ``<manual>_<tool>`` (OpenAI and Anthropic refuse
+    ``.``); ``utcp_name`` keeps UTCP's ``<manual>.<tool>``.
     """
 
     name: str
@@ -39,6 +41,10 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     bash_tool: BashTool | None = field(default=None, repr=False)
+    # A UTCP manual's tool: its manual (the namespace of its variables) and its
+    # UTCP name, ``manual.tool``, which MCP shows and lookups accept.
+    utcp_manual: str | None = None
+    utcp_name: str | None = None
 
     @property
     def kind(self) -> Literal["command", "utcp", "bash"]:

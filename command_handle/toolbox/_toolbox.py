@@ -25,7 +25,7 @@ import inspect
 import os
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -46,6 +46,7 @@ from ._formats import describe_tool
 from ._load import ToolLoadError, load_tools
 from ._result import ToolResult, command_content, shown_result
 from ._tool import Tool
+from ._variables import Variables, check_descriptions, discover
 
 if TYPE_CHECKING:
     from ..executor import Executor
@@ -256,6 +257,13 @@ class Toolbox:
     ``approve(request)`` returns whether a rendered call may run; ``events``
     receives each :class:`AuditEvent`. Each hook may be sync or async.
     ``max_content`` bounds the default text shown to the model, per stream.
+
+    UTCP templates read ``${NAME}`` in ``env_vars`` from ``variables`` and the
+    dotenv ``variable_files`` (read at each call; the mapping wins over the
+    files, an earlier file over a later one; a call's ``context`` over both),
+    namespaced by manual as in UTCP. Never from the model or the host. The
+    values of the names in ``secret_variables`` are redacted like credentials
+    from everything shown.
     """
 
     def __init__(
@@ -269,8 +277,26 @@ class Toolbox:
         max_content: int = DEFAULT_MAX_CONTENT,
         skipped: list[str] | None = None,
         tool_config: Mapping[str, Any] | None = None,
+        variables: Mapping[str, str] | None = None,
+        variable_files: Sequence[str | os.PathLike[str]] = (),
+        secret_variables: Iterable[str] = (),
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        # UTCP's ``manual.tool`` spelling of a manual's tool finds it too, and is
+        # its MCP name: two tools must not share it.
+        self._aliases: dict[str, str] = {}
+        for tool in tools:
+            if tool.utcp_name is None:
+                continue
+            if tool.utcp_name in self._aliases:
+                other = self._tools[self._aliases[tool.utcp_name]]
+                raise ToolLoadError(
+                    tool.source,
+                    f"the tool {tool.utcp_name!r} is also defined in {other.source} "
+                    "(manual names are made of letters, digits and _)",
+                    "/name",
+                )
+            self._aliases[tool.utcp_name] = tool.name
         if len(self._tools) != len(tools):
             names = [tool.name for tool in tools]
             twice = next(tool for tool in tools if names.count(tool.name) > 1)
@@ -290,6 +316,10 @@ class Toolbox:
         self.tool_config = dict(tool_config or {})
         self._output_validators: dict[str, Any] = {}
         self._input_validators: dict[str, Any] = {}
+        self._variables = {str(k): str(v) for k, v in (variables or {}).items()}
+        self._manuals = frozenset(t.utcp_manual for t in tools if t.utcp_manual is not None)
+        self.variable_files = tuple(os.fspath(path) for path in variable_files)
+        self.secret_variables = frozenset(secret_variables)
         for tool in tools:
             emit = Emitter(events, tool.name, "")
             emit("loaded", source=tool.source, kind=tool.kind)
@@ -321,21 +351,31 @@ class Toolbox:
         allow_bash_tools: bool = False,
         tool_config: Mapping[str, Any] | None = None,
         plugin_cache: str | os.PathLike[str] | None = None,
+        variables: Mapping[str, str] | None = None,
+        variable_files: Sequence[str | os.PathLike[str]] = (),
+        secret_variables: Iterable[str] = (),
     ) -> Toolbox:
         """Load files and folders (recursively) of Command Handles, UTCP
         documents and bash tool plugins, recognised by their content. Raises
         :class:`~command_handle.toolbox.ToolLoadError` naming the file and the
-        JSON Pointer; two tools with one name name both files. Bash tools load
-        only with ``allow_bash_tools`` (or their config's ``plugin_policy``);
-        ``tool_config`` is their configuration (``working_directory``, the
-        ``config_keys`` values); ``plugin_cache`` holds their schemas and git
-        clones (default ``$XDG_CACHE_HOME/command-handle``)."""
+        JSON Pointer; two tools with one name name both files.
+
+        Bash tools load only with ``allow_bash_tools`` (or their config's
+        ``plugin_policy``); ``tool_config`` is their configuration
+        (``working_directory``, the ``config_keys`` values); ``plugin_cache``
+        holds their schemas and git clones (default
+        ``$XDG_CACHE_HOME/command-handle``). A UTCP client configuration's
+        ``manual_call_templates`` are discovered now: their commands run under
+        ``policy`` (its timeout) with ``variables``, and print the manuals."""
+        resolver = Variables(variables, variable_files)
         tools, skipped = load_tools(
             paths,
             allow_bash_tools=allow_bash_tools,
             policy=policy,
             plugin_cache=plugin_cache,
+            discover=partial(discover, policy or Policy(), resolver),
         )
+        check_descriptions(tools, resolver, secret_variables)
         return cls(
             tools,
             policy=policy,
@@ -345,6 +385,9 @@ class Toolbox:
             max_content=max_content,
             skipped=skipped,
             tool_config=tool_config,
+            variables=variables,
+            variable_files=variable_files,
+            secret_variables=secret_variables,
         )
 
     # -- the collection ----------------------------------------------------------
@@ -353,10 +396,11 @@ class Toolbox:
         return list(self._tools)
 
     def __getitem__(self, name: str) -> Tool:
-        return self._tools[name]
+        """The tool ``name``; a UTCP manual's tool also as ``manual.tool``."""
+        return self._tools[self._aliases.get(name, name)]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._tools or name in self._aliases
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
@@ -545,7 +589,8 @@ class Toolbox:
             tool = self._tool(name)
             args = self._arguments(tool, arguments)
             credential = yield from self._credential(tool, principal, call)
-            prepared = self._prepare(tool, args, context, credential)
+            variables = self._utcp_variables(tool, context, call)
+            prepared = self._prepare(tool, args, context, credential, variables, call.secrets)
             summary = ""
             if preview or expect_plan is not None or self._approve is not None:
                 # The plan is described and hashed only when someone looks at it: it
@@ -594,7 +639,7 @@ class Toolbox:
             )
 
     def _tool(self, name: str) -> Tool:
-        tool = self._tools.get(name)
+        tool = self._tools.get(self._aliases.get(name, name))
         if tool is not None:
             return tool
         names = list(self._tools)
@@ -803,12 +848,52 @@ class Toolbox:
         """A bash tool's configuration: the Toolbox's, with this call's context over it."""
         return {**self.tool_config, **(context or {})}
 
+    def _utcp_variables(
+        self, tool: Tool, context: Mapping[str, Any] | None, call: _CallState
+    ) -> dict[str, str]:
+        """The variables a UTCP tool's ``${NAME}`` read, for this call: the files
+        (read now), the mapping, then the call's ``context``; the secret ones'
+        values join the call's secrets."""
+        if tool.utcp is None:
+            return {}
+        try:
+            variables = Variables(self._variables, self.variable_files, self._manuals).resolve(
+                tool.utcp_manual
+            )
+        except HandleError as exc:
+            raise _Refusal(
+                f"The variables for `{tool.name}` could not be read; nothing ran.",
+                reason="variables unavailable",
+                detail=exc.message,
+            ) from None
+        for key, value in (context or {}).items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                variables[key] = str(value)
+        if self.secret_variables:
+            secret = {name: variables[name] for name in self.secret_variables if name in variables}
+            prefix = (tool.utcp_manual or "").replace("_", "__") + "_"
+            secret.update(
+                {
+                    name: variables[name.removeprefix(prefix)]
+                    for name in self.secret_variables
+                    if name.startswith(prefix) and name.removeprefix(prefix) in variables
+                }
+            )
+            found = secret_values(secret)
+            if found:
+                call.secrets = call.emit.secrets = tuple(
+                    sorted({*call.secrets, *found}, key=len, reverse=True)
+                )
+        return variables
+
     def _prepare(
         self,
         tool: Tool,
         args: dict[str, Any],
         context: Mapping[str, Any] | None,
         credential: Mapping[str, Any] | None,
+        variables: Mapping[str, str] | None = None,
+        secrets: tuple[str, ...] = (),
     ) -> PreparedToolCall:
         if tool.bash_tool is not None:
             run = tool.bash_tool.prepare(
@@ -821,16 +906,10 @@ class Toolbox:
             )
             return PreparedToolCall(prepared, self.executor, tool.handle)
         assert tool.utcp is not None
-        # UTCP ${NAME} variables come from the application's context.
-        variables = {
-            key: str(value)
-            for key, value in (context or {}).items()
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool)
-        }
         from .. import utcp
 
-        plan = utcp.prepare(tool.utcp, args, variables=variables, policy=self.policy)
-        return PreparedToolCall(plan, self.executor, None)
+        plan = utcp.prepare(tool.utcp, args, variables=variables or {}, policy=self.policy)
+        return PreparedToolCall(plan, self.executor, None, secrets)
 
     def _output_problem(self, tool: Tool, structured: object) -> str:
         if tool.output_schema is None:

@@ -55,9 +55,10 @@ if TYPE_CHECKING:
     from ..executor import Executor
 
 from ._values import (
-    legacy_flags,
+    legacy_arguments,
     legacy_problems,
     legacy_value,
+    optional_arguments,
     render_arguments,
     utcp_value,
 )
@@ -235,9 +236,14 @@ def prepare(
     plan = translate(template)
     if plan.mode == "legacy":
         declared = None
+        order = None
         if isinstance(template, UtcpTool) and isinstance(template.inputs.get("properties"), dict):
-            declared = frozenset(template.inputs["properties"])
-        problems = legacy_problems(args, declared, policy.allow_utcp_options)
+            order = tuple(template.inputs["properties"])
+            declared = frozenset(order)
+        provider = template.template if isinstance(template, UtcpTool) else template
+        assert isinstance(provider, LegacyCliProvider)
+        as_data = provider.param_style in ("json", "json_stdin")  # values inside JSON text
+        problems = legacy_problems(args, declared, policy.allow_utcp_options or as_data)
         if problems:
             raise ArgumentsError(
                 [
@@ -245,10 +251,18 @@ def prepare(
                     for name, pointer, why in problems
                 ]
             )
-        invocation = _legacy_invocation(plan, args, variables or {}, policy)
+        try:
+            words, stdin = legacy_arguments(provider.param_style, args, order)
+        except ValueError as exc:
+            raise ArgumentsError([Violation("", str(exc), "param-style")]) from None
+        invocation = _legacy_invocation(plan, words, stdin, variables or {}, policy)
         checked = PreparedPlan(plan, {}, invocation.env, invocation.cwd)
         return PreparedCall.one_step(invocation, policy, checked)
-    return prepare_plan(plan, render_arguments(plan.arguments, args), variables or {}, policy)
+    optional = (
+        optional_arguments(template.inputs) if isinstance(template, UtcpTool) else frozenset()
+    )
+    rendered = render_arguments(plan.arguments, args, optional)
+    return prepare_plan(plan, rendered, variables or {}, policy)
 
 
 def prepare_plan(
@@ -267,7 +281,11 @@ def prepare_plan(
 
 
 def _legacy_invocation(
-    plan: Plan, args: Mapping[str, Any], variables: Mapping[str, str], policy: Policy
+    plan: Plan,
+    words: list[str],
+    stdin: bytes | None,
+    variables: Mapping[str, str],
+    policy: Policy,
 ) -> Invocation:
     env = plan_environment(plan, variables, policy)
     # As a 1.x template and a handle: no working_dir runs in the Policy's workspace.
@@ -275,13 +293,15 @@ def _legacy_invocation(
     program = resolve_command(
         plan.legacy_command[0], cwd, policy, "/command_name", shown=plan.legacy_command[0]
     )
-    argv = (program, *plan.legacy_command[1:], *legacy_flags(args))
+    argv = (program, *plan.legacy_command[1:], *words)
     problem = argv_problem(list(argv), env)
     if problem is not None:
         raise ArgumentsError([Violation("", problem, "size")])
     return Invocation(
         argv=argv,
+        argv0=plan.legacy_command[0],
         env=env,
+        stdin=stdin,
         cwd=cwd,
         timeout=policy.timeout if plan.timeout is None else min(policy.timeout, plan.timeout),
         max_output=policy.max_output,

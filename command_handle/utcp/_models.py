@@ -115,20 +115,12 @@ class LegacyCliProvider(_Cached):
     env: dict[str, str] | None = None
     timeout: float | None = Field(default=None, description="milliseconds; the policy caps it")
     output_format: Literal["json", "text"] | None = None
-    param_style: None = None
+    # UTCP 0.1's documented styles (utcp-cli's 0.x code ignored the field and
+    # always ran "named"): how the arguments reach the program.
+    param_style: Literal["named", "positional", "json", "json_stdin"] | None = None
     execute_command: None = None
     description: str | None = None
     tags: list[str] | None = None
-
-    @field_validator("param_style", mode="before")
-    @classmethod
-    def _param_style(cls, value: object) -> None:
-        if value is not None:
-            raise ValueError(
-                "param_style changes how arguments become argv, and only '--name value' "
-                "is run here; remove it"
-            )
-        return None
 
     @field_validator("execute_command", mode="before")
     @classmethod

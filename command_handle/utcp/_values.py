@@ -12,6 +12,9 @@ from ..policy import option_prefix
 
 __all__ = [
     "LEGACY_NAME",
+    "MISSING_ARG",
+    "optional_arguments",
+    "legacy_arguments",
     "legacy_flags",
     "legacy_problems",
     "legacy_value",
@@ -31,10 +34,31 @@ def render_value(value: object) -> str:
     return str(value)
 
 
-def render_arguments(names: tuple[str, ...], args: Mapping[str, Any]) -> dict[str, str]:
-    """The placeholders' values. A null argument counts as missing, and the executor
-    refuses missing ones (utcp-cli would substitute the text ``MISSING_ARG_<name>``)."""
-    return {name: render_value(args[name]) for name in names if args.get(name) is not None}
+def render_arguments(
+    names: tuple[str, ...], args: Mapping[str, Any], optional: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """The placeholders' values. A null argument counts as missing. A missing one
+    that the tool declares optional is the text ``MISSING_ARG_<name>``, as
+    utcp-cli substitutes it (published wrappers strip that marker to drop a
+    flag); any other missing one is left out, and the call is refused."""
+    rendered = {name: render_value(args[name]) for name in names if args.get(name) is not None}
+    for name in names:
+        if name not in rendered and name in optional:
+            rendered[name] = MISSING_ARG + name
+    return rendered
+
+
+MISSING_ARG = "MISSING_ARG_"
+
+
+def optional_arguments(inputs: Mapping[str, Any]) -> frozenset[str]:
+    """The properties an ``inputs`` schema declares and does not require."""
+    properties = inputs.get("properties")
+    if not isinstance(properties, Mapping):
+        return frozenset()
+    required = inputs.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    return frozenset(name for name in properties if name not in needed)
 
 
 # A 0.x argument name becomes ``--name``: the args encoding's positional-name
@@ -72,6 +96,31 @@ def legacy_problems(
                     )
                     break
     return problems
+
+
+def legacy_arguments(
+    style: str | None, args: Mapping[str, Any], order: tuple[str, ...] | None
+) -> tuple[list[str], bytes | None]:
+    """The argv words (and standard input) a 0.x provider's ``param_style`` makes
+    of the arguments: ``named`` (the default) ``--name value``; ``positional``
+    the values in the order the tool's ``inputs`` declares them; ``json`` one
+    word, the arguments as compact JSON; ``json_stdin`` that JSON on standard
+    input. Raises ValueError (with the argument's name) when positions cannot
+    be kept."""
+    if style == "json":
+        return [json.dumps(dict(args), separators=(",", ":"), ensure_ascii=False)], None
+    if style == "json_stdin":
+        text = json.dumps(dict(args), separators=(",", ":"), ensure_ascii=False)
+        return [], text.encode("utf-8")
+    if style == "positional":
+        if order is None:
+            raise ValueError("positional arguments need the tool's inputs to declare their order")
+        given = [name for name in order if args.get(name) is not None]
+        gap = next((name for name in order[: len(given)] if name not in given), None)
+        if gap is not None:
+            raise ValueError(f"`{gap}` is missing, and the arguments after it would shift")
+        return [render_value(args[name]) for name in given], None
+    return legacy_flags(args), None
 
 
 def legacy_flags(args: Mapping[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from . import credentials, environment, plugins, sandbox, tool_config
+from . import credentials, environment, plugins, sandbox, tool_config, variables
 from ._group import OptionGroup, Settings
 
 if TYPE_CHECKING:
@@ -29,7 +29,14 @@ __all__ = [
     "policy_of",
 ]
 
-GROUPS: tuple[OptionGroup, ...] = (sandbox, environment, credentials, plugins, tool_config)
+GROUPS: tuple[OptionGroup, ...] = (
+    sandbox,
+    environment,
+    credentials,
+    plugins,
+    tool_config,
+    variables,
+)
 
 
 def add_toolbox_flags(parser: Any, *, running: bool = True) -> None:
@@ -65,8 +72,11 @@ def load_settings(options: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def load_toolbox(options: argparse.Namespace, paths: list[str] | None = None) -> Toolbox:
-    """The Toolbox the flags describe, loaded from ``paths`` (default ``options.paths``)."""
+def load_toolbox(
+    options: argparse.Namespace, paths: list[str] | None = None, **extra: Any
+) -> Toolbox:
+    """The Toolbox the flags describe, loaded from ``paths`` (default ``options.paths``);
+    ``extra`` are further :meth:`Toolbox.load` keywords (``events``)."""
     from ...policy import Policy
     from ...toolbox import Toolbox
 
@@ -75,4 +85,5 @@ def load_toolbox(options: argparse.Namespace, paths: list[str] | None = None) ->
         *(options.paths if paths is None else paths),
         policy=Policy(**settings.policy),
         **settings.toolbox,
+        **extra,
     )
