@@ -8,9 +8,14 @@
 (docs/processes.md).
 """
 
+from typing import TYPE_CHECKING
+
 from ..call import CommandResult, PlanResult, PreparedCall, StepResult, plan_hash
 from ._executor import ANY_OWNER, Event, EventStream, Executor, HandleSource, OnStarted
 from ._landlock import support as sandbox_support
+
+if TYPE_CHECKING:
+    from ._session import Process, ProcessOutput
 
 __all__ = [
     "ANY_OWNER",
@@ -22,6 +27,8 @@ __all__ = [
     "OnStarted",
     "PlanResult",
     "PreparedCall",
+    "Process",
+    "ProcessOutput",
     "StepResult",
     "plan_hash",
     "sandbox_support",

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..call import Session
 from ..handle import CommandHandle
 
 if TYPE_CHECKING:  # the UTCP layer loads with the first UTCP document
@@ -36,6 +37,9 @@ class Tool:
     utcp: UtcpSource | None = field(default=None, repr=False)
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
+    # The program may outlive the call (a handle's ``session``); any kind of
+    # tool that runs one command may carry it.
+    session: Session | None = None
 
     @property
     def kind(self) -> Literal["command", "utcp"]:
@@ -67,6 +71,7 @@ class Tool:
             handle=handle,
             output_schema=handle.output_schema,
             annotations=handle.annotations,
+            session=None if handle.session is None else handle.session.settings(),
         )
 
 
