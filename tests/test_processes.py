@@ -26,7 +26,7 @@ from command_handle.call import Terminal
 from command_handle.errors import HandleLoadError, ProcessError
 from command_handle.executor import Executor
 from command_handle.form import escape
-from command_handle.toolbox import AuditEvent, Tool
+from command_handle.toolbox import AuditEvent, Tool, ToolResult
 
 from .processes import PY, ROOT
 
@@ -107,6 +107,12 @@ def toolbox_of(*documents: dict[str, Any], **options: Any) -> Toolbox:
     return Toolbox(tools, **options)
 
 
+def data(result: ToolResult) -> dict[str, Any]:
+    """A result's structured value, which is an object for every tool here."""
+    assert isinstance(result.structured, dict)
+    return result.structured
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
 
@@ -164,7 +170,8 @@ def test_dev_server_started_reached_read_and_stopped(tmp_path: Path) -> None:
         "arguments": {
             "$use": [
                 "-c",
-                "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())",
+                "import sys, urllib.request\n"
+                "print(urllib.request.urlopen(sys.argv[1]).read().decode())",
                 {"$": "url"},
             ]
         },
@@ -177,8 +184,8 @@ def test_dev_server_started_reached_read_and_stopped(tmp_path: Path) -> None:
     try:
         started = toolbox.call_sync("dev_server", {"port": port, "directory": str(tmp_path)}, "ann")
         assert not started.is_error, started.content
-        assert started.structured["running"] is True
-        process_id = started.structured["process_id"]
+        assert data(started)["running"] is True
+        process_id = data(started)["process_id"]
         assert f"still running, as process `{process_id}`" in started.content
         assert "Serving HTTP on 127.0.0.1" in started.content
         fetched = toolbox.call_sync("fetch", {"url": f"http://127.0.0.1:{port}/index.html"}, "ann")
@@ -187,10 +194,10 @@ def test_dev_server_started_reached_read_and_stopped(tmp_path: Path) -> None:
             "process_read", {"process_id": process_id, "wait_seconds": 5}, principal="ann"
         )
         assert '"GET /index.html HTTP/1.1" 200' in log.content, log.content
-        assert log.structured["running"] is True
+        assert data(log)["running"] is True
         stopped = toolbox.call_sync("process_stop", {"process_id": process_id}, principal="ann")
         assert "has ended: it was stopped" in stopped.content
-        assert stopped.structured["running"] is False
+        assert data(stopped)["running"] is False
         with pytest.raises(OSError):  # nothing listens any more
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
         kinds = [event.kind for event in events if event.details.get("process_id") == process_id]
@@ -208,7 +215,7 @@ def test_repl_on_a_terminal_answers(backend: str) -> None:
 
     async def session() -> list[str]:
         started = await toolbox.call("python_repl", {})
-        process_id = started.structured["process_id"]
+        process_id = data(started)["process_id"]
         await toolbox.write_process(process_id, "1+1\n")
         answer = await toolbox.read_process(process_id, wait=5)
         await toolbox.write_process(
@@ -221,10 +228,10 @@ def test_repl_on_a_terminal_answers(backend: str) -> None:
     try:
         if backend == "sync":
             started = toolbox.call_sync("python_repl", {})
-            process_id = started.structured["process_id"]
+            process_id = data(started)["process_id"]
             toolbox.write_process_sync(process_id, "1+1\n")
             answer = toolbox.read_process_sync(process_id, wait=5)
-            assert answer.structured["waiting_for_input"] is True
+            assert data(answer)["waiting_for_input"] is True
             texts = [started.content, answer.content]
         elif backend == "trio":
             texts = trio.run(session)
@@ -254,14 +261,14 @@ def test_a_prompt_is_answered_and_secret_input_stays_out_of_events() -> None:
     try:
         for tool in ("login", "ask"):
             started = toolbox.call_sync(tool, {"tag": "x"})
-            process_id = started.structured["process_id"]
+            process_id = data(started)["process_id"]
             if tool == "login":  # the terminal shows the prompt, and that it waits
                 assert "Name?" in started.content and "waiting for input" in started.content
             toolbox.write_process_sync(process_id, "ann\n")
             toolbox.read_process_sync(process_id, wait=2)
             toolbox.write_process_sync(process_id, f"{CANARY}\n")
             final = toolbox.read_process_sync(process_id, wait=5)
-            if final.structured["running"]:
+            if data(final)["running"]:
                 final = toolbox.read_process_sync(process_id, wait=5)
             assert f"hello ann {len(CANARY)}" in final.content
             if tool == "login":  # a terminal does not echo a password
@@ -280,7 +287,7 @@ def test_a_prompt_is_answered_and_secret_input_stays_out_of_events() -> None:
 def test_input_closed_and_ended_are_clear(family: Toolbox) -> None:
     tag = unique("closed")
     started = family.call_sync("family", {"tag": tag})
-    process_id = started.structured["process_id"]
+    process_id = data(started)["process_id"]
     closed = family.write_process_sync(process_id, "last\n", end_input=True)
     assert "closed its input" in closed.content
     again = family.write_process_sync(process_id, "more\n")
@@ -289,8 +296,8 @@ def test_input_closed_and_ended_are_clear(family: Toolbox) -> None:
     assert "echo last" in output.content
     family.stop_process_sync(process_id)
     ended = family.call_sync("family", {"tag": tag})
-    family.stop_process_sync(ended.structured["process_id"])
-    late = family.write_process_sync(ended.structured["process_id"], "x")
+    family.stop_process_sync(data(ended)["process_id"])
+    late = family.write_process_sync(data(ended)["process_id"], "x")
     assert late.is_error and "There is no process" in late.content  # read and forgotten
     assert none_left(tag)
 
@@ -300,7 +307,7 @@ def test_input_closed_and_ended_are_clear(family: Toolbox) -> None:
 
 def test_foreign_and_unknown_ids_get_the_same_answer(family: Toolbox) -> None:
     tag = unique("owner")
-    mine = family.call_sync("family", {"tag": tag}, principal="ann").structured["process_id"]
+    mine = data(family.call_sync("family", {"tag": tag}, principal="ann"))["process_id"]
     for name, extra in (
         ("process_read", {}),
         ("process_write", {"input": "x\n"}),
@@ -312,9 +319,7 @@ def test_foreign_and_unknown_ids_get_the_same_answer(family: Toolbox) -> None:
         assert foreign.content == unknown.content.replace("p-000000000000", mine)
     listed = family.call_sync("process_list", {}, principal="bob")
     assert listed.structured == {"processes": []}
-    assert family.call_sync("process_list", {}, principal="ann").structured["processes"][0][
-        "running"
-    ]
+    assert data(family.call_sync("process_list", {}, principal="ann"))["processes"][0]["running"]
     # bob's attempts did nothing: ann's process still runs, and read nothing of bob's
     assert tagged(tag)
     assert family.close("bob") == 0 and tagged(tag)
@@ -349,8 +354,8 @@ def test_idle_and_lifetime_stop_the_process_and_its_group() -> None:
     )
     lifetime = toolbox_of(session_tool("family", FAMILY, {"ready": "^family", "max_lifetime": 0.5}))
     try:
-        a = idle.call_sync("family", {"tag": tag}).structured["process_id"]
-        b = lifetime.call_sync("family", {"tag": tag}).structured["process_id"]
+        a = data(idle.call_sync("family", {"tag": tag}))["process_id"]
+        b = data(lifetime.call_sync("family", {"tag": tag}))["process_id"]
         assert none_left(tag, within=10)
         assert "nobody read or wrote it for 0.5 s" in idle.read_process_sync(a).content
         assert "maximum lifetime of 0.5 s" in lifetime.read_process_sync(b).content
@@ -370,7 +375,7 @@ def test_a_program_that_ends_within_yield_after_is_a_plain_result() -> None:
     toolbox = toolbox_of(quick)
     result = toolbox.call_sync("quick", {})
     assert result.content == "done"
-    assert result.structured["exit_code"] == 0 and "process_id" not in result.structured
+    assert data(result)["exit_code"] == 0 and "process_id" not in data(result)
     assert toolbox.processes().structured == {"processes": []}
 
 
@@ -389,7 +394,7 @@ def test_output_kept_between_reads_is_bounded_head_and_tail() -> None:
     )
     try:
         started = toolbox.call_sync("flood", {"tag": "x"})
-        structured = started.structured
+        structured = data(started)
         assert structured["stdout"].startswith("HEAD")
         assert structured["stdout"].rstrip().endswith("ready")
         assert structured["stdout_dropped"] > 4_990_000
@@ -424,7 +429,7 @@ def test_credentials_are_redacted_from_every_read_even_across_reads() -> None:
     )
     try:
         started = toolbox.call_sync("leak", {"tag": "x"})
-        process_id = started.structured["process_id"]
+        process_id = data(started)["process_id"]
         shown = [started.content, json.dumps(started.structured)]
         toolbox.write_process_sync(process_id, f"go {CANARY}\n")
         time.sleep(0.2)
@@ -454,7 +459,7 @@ def test_close_ends_every_process_and_what_it_started(backend: str) -> None:
         async with toolbox:
             for owner in ("ann", "bob"):
                 started = await toolbox.call("family", {"tag": tag}, principal=owner)
-                assert started.structured["running"]
+                assert data(started)["running"]
             assert len(tagged(tag)) >= 4  # two children, two grandchildren
 
     if backend == "sync":
@@ -524,7 +529,7 @@ def test_executor_process_read_write_wait_stop_under_each_backend() -> None:
         output = await running.stop()
         return running, output
 
-    stopped, output = asyncio.run(asyncio_stop())
+    _, output = asyncio.run(asyncio_stop())
     assert output.ended_by == "stop" and output.signal == 15
     assert executor.processes(owner="app")  # ended, kept until forgotten
     assert executor.processes(owner="someone else") == []
@@ -566,8 +571,8 @@ def test_a_sandboxed_process_stays_confined_for_its_whole_life(tmp_path: Path) -
     )
     try:
         started = toolbox.call_sync("writer", {"tag": "x"})
-        process_id = started.structured["process_id"]
-        tmpdir = started.structured["stdout"].split()[1]
+        process_id = data(started)["process_id"]
+        tmpdir = data(started)["stdout"].split()[1]
         time.sleep(0.5)
         toolbox.write_process_sync(process_id, f"{tmp_path / 'outside'}\n{tmpdir}/inside\n")
         output = toolbox.read_process_sync(process_id, wait=5).content
