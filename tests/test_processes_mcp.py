@@ -71,10 +71,10 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def stdio(tools: Path) -> AsyncIterator[Client]:
+async def stdio(tools: Path, *flags: str) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "command_handle", "mcp", str(tools)],
+        args=["-m", "command_handle", "mcp", str(tools), *flags],
         cwd=str(ROOT),
     )
     async with Client(params, cache=None) as client:
@@ -246,3 +246,25 @@ def test_server_shutdown_ends_every_process(tools: Path, how: str) -> None:
     server.stdin.close()
     server.stdout.close()
     assert none_left(tag)
+
+
+def test_command_line_limits_and_terminal(tools: Path) -> None:
+    tag = unique("mcp-flags")
+    flags = ("--max-processes-per-client", "1", "--term", "vt100", "--terminal-size", "90x20")
+
+    async def main() -> tuple[str, str]:
+        async with stdio(tools, *flags) as client:
+            repl = await client.call_tool("python_repl", {})
+            process_id = structured(repl)["process_id"]
+            refused = await client.call_tool("family", {"tag": tag})
+            code = "import os, shutil; print(os.environ['TERM'], shutil.get_terminal_size())\n"
+            await client.call_tool("process_write", {"process_id": process_id, "input": code})
+            shown = await client.call_tool(
+                "process_read", {"process_id": process_id, "wait_seconds": 5}
+            )
+            return text_of(refused), text_of(shown)
+
+    refused, shown = anyio.run(main)
+    assert "max_sessions_per_owner" in refused and "Nothing was started" in refused
+    assert "vt100 os.terminal_size(columns=90, lines=20)" in shown
+    assert not tagged(tag)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from . import credentials, environment, sandbox
+from . import credentials, environment, processes, sandbox
 from ._group import OptionGroup, Settings
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["GROUPS", "OptionGroup", "Settings", "add_toolbox_flags", "load_toolbox", "policy_of"]
 
-GROUPS: tuple[OptionGroup, ...] = (sandbox, environment, credentials)
+GROUPS: tuple[OptionGroup, ...] = (sandbox, environment, credentials, processes)
 
 
 def add_toolbox_flags(parser: Any, *, running: bool = True) -> None:
