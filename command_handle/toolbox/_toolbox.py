@@ -371,27 +371,29 @@ class Toolbox:
 
     # -- the collection ----------------------------------------------------------
 
+    # The built-in process tools are among the tools when a tool has a session.
+
     def names(self) -> list[str]:
-        return list(self._tools)
+        return [*self._tools, *self._builtins]
 
     def __getitem__(self, name: str) -> Tool:
-        return self._tools[name]
+        tool = self._tools.get(name)
+        return self._builtins[name] if tool is None else tool
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._tools or name in self._builtins
 
     def __iter__(self) -> Iterator[Tool]:
-        return iter(self._tools.values())
+        return iter([*self._tools.values(), *self._builtins.values()])
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._tools) + len(self._builtins)
 
     def describe(self, format: str = "mcp") -> list[dict[str, Any]]:
         """The tool definitions in ``format``: ``"mcp"``, ``"openai"``,
         ``"openai-strict"``, ``"anthropic"`` or ``"tool-handle"``; the built-in
         process tools follow when a tool has a ``session``."""
-        every = [*self._tools.values(), *self._builtins.values()]
-        return [describe_tool(tool, format) for tool in every]
+        return [describe_tool(tool, format) for tool in self]
 
     # -- calling -----------------------------------------------------------------
 
