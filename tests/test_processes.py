@@ -584,3 +584,30 @@ def test_a_sandboxed_process_stays_confined_for_its_whole_life(tmp_path: Path) -
         assert not os.path.exists(tmpdir)
     finally:
         toolbox.close()
+
+
+def test_under_bubblewrap_a_process_outlives_the_spawner_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bwrap dies with the thread that started it (``--die-with-parent``); shared
+    spawner threads end when idle, so a process keeps a thread of its own."""
+    from command_handle.executor import _bubblewrap, _executor, _spawn
+
+    if _bubblewrap.available() is not None:
+        pytest.skip("bubblewrap is not usable here")
+    monkeypatch.setattr(_spawn, "_IDLE_SECONDS", 0.2)
+    if os.environ.get("COMMAND_HANDLE_TEST_WITHOUT_KEEPER"):  # shows the failure it prevents
+        monkeypatch.setattr(_executor, "KEEP_BWRAP_PARENT", False)
+    tag = unique("bwrap")
+    policy = Policy(sandbox="read-only", sandbox_backend="bubblewrap")
+    toolbox = toolbox_of(session_tool("family", FAMILY, {"ready": "^family"}), policy=policy)
+    try:
+        process_id = data(toolbox.call_sync("family", {"tag": tag}))["process_id"]
+        time.sleep(1.5)  # every shared spawner thread has ended by now
+        assert data(toolbox.read_process_sync(process_id))["running"] is True
+        echoed = toolbox.write_process_sync(process_id, "still here\n")
+        assert not echoed.is_error
+        assert "echo still here" in toolbox.read_process_sync(process_id, wait=5).content
+    finally:
+        toolbox.close()
+    assert none_left(tag)

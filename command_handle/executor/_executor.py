@@ -58,6 +58,7 @@ OnStarted = Callable[[int, str], None]
 R = TypeVar("R", CommandResult, PlanResult)
 K = TypeVar("K")
 _CACHED_FILES = 256  # handles loaded from files, and from dicts, each
+KEEP_BWRAP_PARENT = True  # (a test turns it off to see the failure it prevents)
 _KEPT_ENDED = 64  # ended processes whose last output nobody read, kept per executor
 ANY_OWNER: Any = object()  # processes(owner=ANY_OWNER): whoever started them
 _EXECUTORS: weakref.WeakSet[Executor] = weakref.WeakSet()
@@ -487,7 +488,7 @@ class Executor:
         except BaseException:
             self._launch_failed(process, run, cleanup)
             raise
-        return self._begin(process, run, child, cleanup)
+        return self._begin(process, run, child, cleanup, spawner)
 
     async def start(
         self,
@@ -512,7 +513,7 @@ class Executor:
         except BaseException:
             self._launch_failed(process, run, cleanup)
             raise
-        return self._begin(process, run, child, cleanup)
+        return self._begin(process, run, child, cleanup, spawner)
 
     def _process_for(
         self,
@@ -557,7 +558,12 @@ class Executor:
             self._release(process)
             cleanup.close()
             raise
-        return process, run, cleanup, spawner_for(policy, profile, tmpdir)
+        spawner = spawner_for(policy, profile, tmpdir)
+        if invocation.bubblewrap and KEEP_BWRAP_PARENT:
+            from ._session import Keeper
+
+            spawner = Keeper(invocation.no_new_privs)
+        return process, run, cleanup, spawner
 
     def _reserve(self, process: Process) -> None:
         policy = self.policy
@@ -586,8 +592,19 @@ class Executor:
         self._release(process)
         cleanup.close()
 
-    def _begin(self, process: Process, run: ProcessRun, child: Any, cleanup: ExitStack) -> Process:
+    def _begin(
+        self,
+        process: Process,
+        run: ProcessRun,
+        child: Any,
+        cleanup: ExitStack,
+        spawner: Spawner | None,
+    ) -> Process:
         process._begin(run, child, cleanup, self._ended)
+        from ._session import Keeper
+
+        if isinstance(spawner, Keeper):
+            spawner.keep(process)  # bwrap dies with the thread that started it
         stdin = run.handle_run.invocation.stdin
         if stdin:  # the handle's own input first; the process's input stays open
             with contextlib.suppress(ProcessError):  # it ended, or does not read

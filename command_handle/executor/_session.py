@@ -39,10 +39,10 @@ from typing import TypeVar
 from ..call import CommandResult, Invocation, Terminal
 from ..errors import ProcessError
 from ._capture import Capture
-from ._spawn import Child, KilledAtLaunch, launch
+from ._spawn import Child, KilledAtLaunch, Spawner, _Job, launch, set_no_new_privs
 from ._supervise import Abort, Events, Outcome, Output, Request, Wait, supervise
 
-__all__ = ["Process", "ProcessOutput", "ProcessRun"]
+__all__ = ["Keeper", "Process", "ProcessOutput", "ProcessRun"]
 
 T = TypeVar("T")
 
@@ -563,6 +563,24 @@ class ProcessRun:
 
     def result(self, outcome: Outcome) -> CommandResult:
         return self.handle_run.result(outcome)
+
+
+class Keeper(Spawner):
+    """A spawner of one thread for one process under bubblewrap: bwrap runs with
+    ``--die-with-parent``, whose parent is the thread that started it, and a
+    shared spawner thread ends after 30 s idle. :meth:`keep` then holds the
+    thread until the process has ended."""
+
+    def __init__(self, no_new_privs: bool) -> None:
+        super().__init__(set_no_new_privs if no_new_privs else _nothing, size=1)
+
+    def keep(self, process: Process) -> None:
+        """Occupy the thread until ``process`` has ended."""
+        self._submit(_Job(process.wait_sync, _nothing, None))
+
+
+def _nothing() -> None:
+    return None
 
 
 async def _in_thread(function: Callable[[], T]) -> T:
