@@ -79,6 +79,16 @@ def none_left(tag: str, within: float = 5.0) -> bool:
     return False
 
 
+def running(tag: str, count: int, within: float = 5.0) -> bool:
+    """Whether ``count`` processes tagged ``tag`` run (a grandchild takes a moment)."""
+    deadline = time.monotonic() + within
+    while len(tagged(tag)) < count:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -460,13 +470,13 @@ def test_close_ends_every_process_and_what_it_started(backend: str) -> None:
             for owner in ("ann", "bob"):
                 started = await toolbox.call("family", {"tag": tag}, principal=owner)
                 assert data(started)["running"]
-            assert len(tagged(tag)) >= 4  # two children, two grandchildren
+            assert running(tag, 4)  # two children, two grandchildren
 
     if backend == "sync":
         with toolbox:
             for owner in ("ann", "bob"):
                 toolbox.call_sync("family", {"tag": tag}, principal=owner)
-            assert len(tagged(tag)) >= 4
+            assert running(tag, 4)
     elif backend == "trio":
         trio.run(start_and_close)
     else:

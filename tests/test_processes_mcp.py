@@ -21,7 +21,7 @@ from mcp import Client, StdioServerParameters
 
 from .processes import PY, ROOT
 from .test_mcp import free_port, http_server, text_of
-from .test_processes import FAMILY, none_left, tagged, unique
+from .test_processes import FAMILY, none_left, running, tagged, unique
 
 TOOLS = ("process_read", "process_write", "process_stop", "process_list")
 
@@ -156,7 +156,7 @@ def test_stdio_client_disconnect_ends_its_processes(tools: Path) -> None:
             for _ in range(2):
                 result = await client.call_tool("family", {"tag": tag})
                 assert "still running" in text_of(result)
-            assert len(tagged(tag)) >= 4  # two children, two grandchildren
+            assert running(tag, 4)  # two children, two grandchildren
 
     anyio.run(main)
     assert none_left(tag)
