@@ -94,27 +94,33 @@ def structured(result: Any) -> dict[str, Any]:
     return {"process_id": "p-" + text.split("`p-", 1)[1].split("`", 1)[0], "text": text}
 
 
-def test_stdio_lists_the_process_tools_and_runs_a_dev_server(tools: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http-session", "http"])
+def test_a_dev_server_started_reached_read_and_stopped(
+    tools: Path, tmp_path: Path, transport: str, request: Any
+) -> None:
     (tmp_path / "page.txt").write_text("served over MCP")
     port = free_port()
 
+    async def session(client: Client) -> list[str]:
+        listed = await client.list_tools()
+        assert set(TOOLS) <= {tool.name for tool in listed.tools}
+        started = await client.call_tool("dev_server", {"port": port, "directory": str(tmp_path)})
+        process_id = structured(started)["process_id"]
+        fetched = await client.call_tool("fetch", {"url": f"http://127.0.0.1:{port}/page.txt"})
+        log = await client.call_tool("process_read", {"process_id": process_id, "wait_seconds": 5})
+        listing = await client.call_tool("process_list", {})
+        stopped = await client.call_tool("process_stop", {"process_id": process_id})
+        return [text_of(started), text_of(fetched), text_of(log), text_of(listing),
+                text_of(stopped)]  # fmt: skip
+
     async def main() -> list[str]:
-        async with stdio(tools) as client:
-            listed = await client.list_tools()
-            names = [tool.name for tool in listed.tools]
-            assert set(TOOLS) <= set(names)
-            started = await client.call_tool(
-                "dev_server", {"port": port, "directory": str(tmp_path)}
-            )
-            process_id = structured(started)["process_id"]
-            fetched = await client.call_tool("fetch", {"url": f"http://127.0.0.1:{port}/page.txt"})
-            log = await client.call_tool(
-                "process_read", {"process_id": process_id, "wait_seconds": 5}
-            )
-            listing = await client.call_tool("process_list", {})
-            stopped = await client.call_tool("process_stop", {"process_id": process_id})
-            return [text_of(started), text_of(fetched), text_of(log), text_of(listing),
-                    text_of(stopped)]  # fmt: skip
+        if transport == "stdio":
+            async with stdio(tools) as client:
+                return await session(client)
+        url = request.getfixturevalue("http_url")
+        mode = "legacy" if transport == "http-session" else "auto"
+        async with Client(url, cache=None, mode=mode) as client:
+            return await session(client)
 
     started, fetched, log, listing, stopped = anyio.run(main)
     assert "Serving HTTP on 127.0.0.1" in started
