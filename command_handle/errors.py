@@ -30,6 +30,7 @@ __all__ = [
     "PathArgumentError",
     "PolicyError",
     "PolicyTypeError",
+    "ProcessError",
     "ProgramChangedError",
     "SandboxError",
     "TemplateEvaluationError",
@@ -230,3 +231,14 @@ class CallTimeoutError(CommandHandleError, TimeoutError):
         super().__init__(message)
         self.message = message
         self.result = result
+
+
+class ProcessError(CommandHandleError):
+    """An action on a process that outlives its call was refused: an unknown or
+    foreign id, input to a closed stdin or to a process that has ended, a limit
+    on processes reached. ``message`` says what happened and what to do, in
+    words a model can act on; nothing was started or written."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

@@ -460,7 +460,7 @@ def test_toolbox_discovery_honours_allowed_protocols_and_its_timeout(tmp_path: P
     config["manual_call_templates"][0]["allowed_communication_protocols"] = ["http"]
     (tools / "client.json").write_text(json.dumps(config))
     # Every tool filtered out leaves the folder with none: an error saying why.
-    with pytest.raises(ToolLoadError, match="no tool in this folder: .*allowed_communication"):
+    with pytest.raises(ToolLoadError, match=r"no tool in this folder: .*allowed_communication"):
         Toolbox.load(tools)
     box = Toolbox.load(tools / "client.json")
     assert box.names() == [] and any("allowed_communication_protocols" in n for n in box.skipped)

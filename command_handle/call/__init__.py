@@ -11,6 +11,7 @@ from ._command_result import CommandResult
 from ._invocation import MASK, Invocation, MaskedView, ShownFields, StreamMode
 from ._plan_result import PlanResult, StepResult
 from ._prepared import CallKind, PreparedCall, PreparedPlan, plan_hash
+from ._session import Session, Terminal
 
 __all__ = [
     "MASK",
@@ -21,8 +22,10 @@ __all__ = [
     "PlanResult",
     "PreparedCall",
     "PreparedPlan",
+    "Session",
     "ShownFields",
     "StepResult",
     "StreamMode",
+    "Terminal",
     "plan_hash",
 ]

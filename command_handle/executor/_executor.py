@@ -15,32 +15,42 @@ of them. Only the waiting differs between these paths (see ``_drive``).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
+import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar, cast, overload
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import anyio
+import anyio.to_thread
 
 from .._json import cache_key
 from .._loops import run_to_completion
-from ..call import CommandResult, Invocation, PlanResult, PreparedCall
-from ..errors import AfterRunError, CommandHandleError, HandleError, PolicyError
+from ..call import CommandResult, Invocation, PlanResult, PreparedCall, Terminal
+from ..errors import AfterRunError, CommandHandleError, HandleError, PolicyError, ProcessError
 from ..handle import CommandHandle
 from ..policy import Policy
 from . import _bubblewrap as bubblewrap
 from ._call_plan import describe
 from ._drive import ChunkCallback, SyncChunkCallback
 from ._landlock import SandboxProfile
-from ._process import run_invocation, run_invocation_sync
+from ._process import launch_error, run_invocation, run_invocation_sync
 from ._sandbox import call_tmpdir, call_tmpdir_async, profile_for, spawner_for
 from ._slots import Slots
+from ._spawn import Spawner, launch_async, launch_sync
 
-__all__ = ["Event", "EventStream", "Executor", "HandleSource", "OnStarted"]
+if TYPE_CHECKING:
+    from ._session import Process, ProcessRun
+
+__all__ = ["ANY_OWNER", "Event", "EventStream", "Executor", "HandleSource", "OnStarted"]
 
 HandleSource = CommandHandle | dict[str, Any] | str | os.PathLike[str]
 # Called with each child's pid and program once it runs; it must not raise.
@@ -48,6 +58,18 @@ OnStarted = Callable[[int, str], None]
 R = TypeVar("R", CommandResult, PlanResult)
 K = TypeVar("K")
 _CACHED_FILES = 256  # handles loaded from files, and from dicts, each
+KEEP_BWRAP_PARENT = True  # (a test turns it off to see the failure it prevents)
+_KEPT_ENDED = 64  # ended processes whose last output nobody read, kept per executor
+ANY_OWNER: Any = object()  # processes(owner=ANY_OWNER): whoever started them
+_EXECUTORS: weakref.WeakSet[Executor] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_every_process() -> None:
+    """At the interpreter's exit, no process started here runs on (they lead
+    sessions of their own, so nothing else would end them)."""
+    for executor in list(_EXECUTORS):
+        executor.stop_processes(reason="close")
 
 
 @dataclass(frozen=True)
@@ -105,6 +127,8 @@ class Executor:
         self._spawned = 0
         self._files: OrderedDict[tuple[str, int, int], CommandHandle] = OrderedDict()
         self._dicts: OrderedDict[str, CommandHandle] = OrderedDict()
+        self._processes: dict[str, Process] = {}
+        _EXECUTORS.add(self)
 
     @property
     def spawned(self) -> int:
@@ -425,6 +449,210 @@ class Executor:
                     group.cancel_scope.cancel()
         except BaseExceptionGroup as grouped:
             raise _sole(grouped) from None
+
+    # -- processes that outlive their call ----------------------------------------
+
+    def start_sync(
+        self,
+        prepared: PreparedCall[Any] | Invocation,
+        *,
+        owner: object = None,
+        lifetime: float | None = None,
+        terminal: Terminal | None = None,
+        ready: str | None = None,
+    ) -> Process:
+        """Start a prepared command and return it running, as a :class:`Process`
+        to read, write, wait for and stop later, from any thread or event loop.
+
+        It is confined, limited and killed as any call (its TMPDIR lasts as long
+        as it does), but its ``timeout`` does not apply: it runs until it exits,
+        is stopped, reaches ``lifetime`` seconds (capped by the Policy's
+        ``session_lifetime``) or stays unread and unwritten for the Policy's
+        ``session_idle`` seconds. ``terminal`` runs it on a pseudo-terminal of
+        that type and size; ``ready`` is a regular expression that
+        :meth:`Process.wait_ready_sync` waits for in its output. ``owner``
+        (compared with ``==``) counts against ``max_sessions_per_owner``.
+        Raises a :class:`~command_handle.errors.HandleError` (nothing started)
+        when a check or the launch fails, and a
+        :class:`~command_handle.errors.ProcessError` when a limit is reached.
+        """
+        process, run, cleanup, spawner = self._process_for(
+            prepared, owner, lifetime, terminal, ready
+        )
+        try:
+            self._count_spawn()
+            child = launch_sync(run.launch, run.handle_run.invocation.no_new_privs, spawner)
+        except OSError as exc:
+            self._launch_failed(process, run, cleanup)
+            raise launch_error(exc, run.handle_run.invocation.cwd, "/directory") from None
+        except BaseException:
+            self._launch_failed(process, run, cleanup)
+            raise
+        return self._begin(process, run, child, cleanup, spawner)
+
+    async def start(
+        self,
+        prepared: PreparedCall[Any] | Invocation,
+        *,
+        owner: object = None,
+        lifetime: float | None = None,
+        terminal: Terminal | None = None,
+        ready: str | None = None,
+    ) -> Process:
+        """:meth:`start_sync` under trio or asyncio."""
+        process, run, cleanup, spawner = self._process_for(
+            prepared, owner, lifetime, terminal, ready
+        )
+        try:
+            self._count_spawn()
+            no_new_privs = run.handle_run.invocation.no_new_privs
+            child = await launch_async(run.launch, no_new_privs, spawner)
+        except OSError as exc:
+            self._launch_failed(process, run, cleanup)
+            raise launch_error(exc, run.handle_run.invocation.cwd, "/directory") from None
+        except BaseException:
+            self._launch_failed(process, run, cleanup)
+            raise
+        return self._begin(process, run, child, cleanup, spawner)
+
+    def _process_for(
+        self,
+        prepared: PreparedCall[Any] | Invocation,
+        owner: object,
+        lifetime: float | None,
+        terminal: Terminal | None,
+        ready: str | None,
+    ) -> tuple[Process, ProcessRun, ExitStack, Spawner | None]:
+        """A process reserved under the limits, its TMPDIR and its pipes: all but the launch."""
+        from ._session import Process, ProcessRun
+
+        call = self._accept(prepared)
+        if call.kind != "command" or call.invocation is None:
+            raise PolicyError(
+                f"the call to {call.tool!r} is a plan; only a single command can outlive its call"
+            )
+        policy = self.policy
+        profile = profile_for(policy)
+        call.recheck()
+        invocation = call.invocation
+        if terminal is not None:
+            invocation = replace(invocation, env={**invocation.env, "TERM": terminal.term})
+        process = Process(
+            invocation,
+            tool=call.tool,
+            owner=owner,
+            lifetime=min(lifetime or policy.session_lifetime, policy.session_lifetime),
+            idle=policy.session_idle,
+            output_limit=min(invocation.max_output, policy.session_output),
+            terminal=terminal,
+            ready=None if ready is None else re.compile(ready),
+        )
+        self._reserve(process)
+        cleanup = ExitStack()
+        try:
+            tmpdir = cleanup.enter_context(call_tmpdir(profile))
+            invocation = _with_tmpdir(invocation, tmpdir, profile)
+            run = ProcessRun(invocation, process)
+            run.open_pipes()
+        except BaseException:
+            self._release(process)
+            cleanup.close()
+            raise
+        spawner = spawner_for(policy, profile, tmpdir)
+        if invocation.bubblewrap and KEEP_BWRAP_PARENT:
+            from ._session import Keeper
+
+            spawner = Keeper(invocation.no_new_privs)
+        return process, run, cleanup, spawner
+
+    def _reserve(self, process: Process) -> None:
+        policy = self.policy
+        with self._lock:
+            live = [each for each in self._processes.values() if each.running]
+            if len(live) >= policy.max_sessions:
+                raise ProcessError(
+                    f"{len(live)} processes are running, the most this application allows "
+                    f"(max_sessions); stop one with process_stop first. Nothing was started."
+                )
+            own = sum(1 for each in live if each.owner == process.owner)
+            if own >= policy.max_sessions_per_owner:
+                raise ProcessError(
+                    f"you have {own} processes running, the most allowed per caller "
+                    "(max_sessions_per_owner); stop one with process_stop first. "
+                    "Nothing was started."
+                )
+            self._processes[process.id] = process
+
+    def _release(self, process: Process) -> None:
+        with self._lock:
+            self._processes.pop(process.id, None)
+
+    def _launch_failed(self, process: Process, run: ProcessRun, cleanup: ExitStack) -> None:
+        run.close_all()
+        self._release(process)
+        cleanup.close()
+
+    def _begin(
+        self,
+        process: Process,
+        run: ProcessRun,
+        child: Any,
+        cleanup: ExitStack,
+        spawner: Spawner | None,
+    ) -> Process:
+        process._begin(run, child, cleanup, self._ended)
+        from ._session import Keeper
+
+        if isinstance(spawner, Keeper):
+            spawner.keep(process)  # bwrap dies with the thread that started it
+        stdin = run.handle_run.invocation.stdin
+        if stdin:  # the handle's own input first; the process's input stays open
+            with contextlib.suppress(ProcessError):  # it ended, or does not read
+                process.write_sync(stdin)
+        return process
+
+    def _ended(self, process: Process) -> None:
+        """Keep a few ended processes whose last output nobody has read yet."""
+        with self._lock:
+            ended = [each for each in self._processes.values() if not each.running]
+            for each in ended[: max(0, len(ended) - _KEPT_ENDED)]:
+                del self._processes[each.id]
+
+    def process(self, process_id: str) -> Process | None:
+        """The process of that id, running or ended and not yet forgotten."""
+        with self._lock:
+            return self._processes.get(process_id)
+
+    def processes(self, owner: object = ANY_OWNER) -> list[Process]:
+        """The processes started here (of ``owner``, when given), oldest first."""
+        with self._lock:
+            every = list(self._processes.values())
+        if owner is ANY_OWNER:
+            return every
+        return [each for each in every if each.owner == owner]
+
+    def forget(self, process: Process) -> None:
+        """Drop an ended process whose last output was read."""
+        if not process.running:
+            self._release(process)
+
+    def stop_processes(self, owner: object = ANY_OWNER, reason: str = "close") -> int:
+        """Stop every running process (of ``owner``, when given) and wait until
+        they and their groups are gone; returns how many were stopped."""
+        running = [each for each in self.processes(owner) if each.running]
+        for each in running:
+            each.request_stop(reason)
+        for each in running:
+            each.wait_sync()
+        return len(running)
+
+    async def stop_processes_async(self, owner: object = ANY_OWNER, reason: str = "close") -> int:
+        """:meth:`stop_processes` under trio or asyncio; it finishes even when
+        the caller is cancelled."""
+        stopped = 0
+        with anyio.CancelScope(shield=True):
+            stopped = await anyio.to_thread.run_sync(partial(self.stop_processes, owner, reason))
+        return stopped
 
     # -- approval --------------------------------------------------------------
 

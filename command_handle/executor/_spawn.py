@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import ctypes
 import errno
+import fcntl
 import functools
 import logging
 import os
@@ -30,6 +31,7 @@ import queue
 import resource
 import signal
 import subprocess
+import termios
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -176,8 +178,12 @@ def launch(
     stderr: int | None,
     limits: Sequence[tuple[int, int]] = (),
     cgroup: CallCgroup | None = None,
+    terminal: bool = False,
 ) -> Child:
     """Start ``executable`` with ``argv`` in a new session.
+
+    With ``terminal``, ``stdin`` is a pseudo-terminal's side that becomes the
+    new session's controlling terminal (``/dev/tty`` for a password prompt).
 
     The streams are descriptors (``subprocess.DEVNULL`` for /dev/null, None to
     share ours). ``limits`` are ``(RLIMIT_*, value)`` pairs set on the child
@@ -189,12 +195,13 @@ def launch(
     streams = (stdin, stdout, stderr)
     if (
         cgroup is None
+        and not terminal
         and _posix_spawn.available()
         and all(fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in streams)
     ):
         child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams), watch=False)
     else:
-        child = start_popen(argv, executable, env, cwd, streams, cgroup)
+        child = start_popen(argv, executable, env, cwd, streams, cgroup, terminal)
     _watch(child, limits)
     return child
 
@@ -206,6 +213,7 @@ def start_popen(
     cwd: str,
     streams: Sequence[int | None],
     cgroup: CallCgroup | None = None,
+    terminal: bool = False,
 ) -> Child:
     """The launch through ``subprocess``, not yet watched (see :func:`launch`).
 
@@ -216,6 +224,14 @@ def start_popen(
     (docs/sandbox.md).
     """
     procs = cgroup.procs if cgroup is not None else -1
+
+    def before_exec() -> None:
+        # Between fork and exec, after setsid: posix_spawn can do neither of these.
+        if procs >= 0:
+            os.write(procs, b"0")
+        if terminal:
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
     popen = subprocess.Popen(
         list(argv),
         executable=executable,
@@ -226,7 +242,7 @@ def start_popen(
         env=env,
         start_new_session=True,
         close_fds=True,
-        preexec_fn=(lambda: os.write(procs, b"0") and None) if cgroup is not None else None,
+        preexec_fn=before_exec if cgroup is not None or terminal else None,
     )
     child = Child(popen.pid, popen, watch=False)
     child.cgroup = cgroup

@@ -30,6 +30,7 @@ from ..call import (
     Invocation,
     MaskedView,
     PreparedCall,
+    Session,
     ShownFields,
     StreamMode,
 )
@@ -87,6 +88,45 @@ class IoSpec(BaseModel):
                 f"unknown encoding {value!r}; use a Python codec name or 'binary'"
             ) from None
         return value
+
+
+class SessionSpec(BaseModel):
+    """An extension: the program may outlive its call (docs/processes.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    yield_after: float = Field(
+        default=10.0, gt=0, le=600, description="seconds the call waits before returning"
+    )
+    ready: str | None = Field(
+        default=None, description="a regular expression: the call returns once the output matches"
+    )
+    max_lifetime: float | None = Field(
+        default=None, gt=0, description="seconds; the policy's session_lifetime caps it"
+    )
+    terminal: bool = Field(default=False, description="run the program on a pseudo-terminal")
+    secret_input: bool = Field(
+        default=False, description="what the model writes to it is left out of events"
+    )
+
+    @field_validator("ready")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"ready is not a valid regular expression: {exc}") from None
+        return value
+
+    def settings(self) -> Session:
+        return Session(
+            yield_after=self.yield_after,
+            ready=self.ready,
+            max_lifetime=self.max_lifetime,
+            terminal=self.terminal,
+            secret_input=self.secret_input,
+        )
 
 
 class CommandHandle(BaseModel):
@@ -147,6 +187,11 @@ class CommandHandle(BaseModel):
         default=None,
         description="hints for clients, with MCP's names: title, readOnlyHint, "
         "destructiveHint, idempotentHint, openWorldHint",
+    )
+    session: SessionSpec | None = Field(
+        default=None,
+        description="the program may outlive the call: it returns while the program "
+        "runs, which the model then reads, writes and stops (docs/processes.md)",
     )
 
     # Everything compiled from the fields, in one private attribute: pydantic's

@@ -1,10 +1,12 @@
 """Running the server: over stdio (trio or asyncio) or streamable HTTP (asyncio).
 
-Shutdown kills every child. Over stdio the server ends when the client has
-closed stdin and every request it sent is answered (``_stdio.py``), or on
-SIGTERM, SIGINT or SIGHUP: then the running calls are cancelled, and a
-cancelled call kills its child's process group before it returns. Over HTTP, uvicorn's shutdown ends
-the SDK's session manager, which cancels the calls the same way.
+Shutdown kills every child, and every process that outlived its call. Over
+stdio the server ends when the client has closed stdin and every request it
+sent is answered (``_stdio.py``), or on SIGTERM, SIGINT or SIGHUP: then the
+running calls are cancelled, and a cancelled call kills its child's process
+group before it returns. Over HTTP, uvicorn's shutdown ends the SDK's session
+manager, which cancels the calls the same way. A client that ends its HTTP
+session (DELETE) ends its processes.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ async def serve_stdio(toolbox: Toolbox) -> None:
             await wire.serve(server, serving)
             group.cancel_scope.cancel()
     finally:
+        await toolbox.aclose()  # the client is gone: so are its processes
         wire.release()
 
 
@@ -133,6 +136,19 @@ def transport_security(host: str, port: int | None) -> Any:
     )
 
 
+def _ending_sessions(app: ASGIApp, toolbox: Toolbox) -> ASGIApp:
+    """``app``, stopping a session's processes when its client ends it (DELETE)."""
+
+    async def watched(scope: Scope, receive: Receive, send: Send) -> None:
+        await app(scope, receive, send)
+        if scope["type"] == "http" and scope.get("method") == "DELETE":
+            session_id = dict(scope.get("headers") or []).get(b"mcp-session-id")
+            if session_id:
+                await toolbox.aclose(("mcp-session", session_id.decode("latin-1")))
+
+    return watched
+
+
 def _bearer(app: ASGIApp, token: str) -> ASGIApp:
     """``app`` behind ``Authorization: Bearer <token>`` (compared in constant time)."""
     expected = f"Bearer {token}".encode()
@@ -181,7 +197,8 @@ def http_app(
     app: Any = server.streamable_http_app(
         stateless_http=stateless, host=host, transport_security=transport_security(host, port)
     )
-    return _bearer(app, bearer_token) if bearer_token else app
+    watched = _ending_sessions(app, toolbox)
+    return _bearer(watched, bearer_token) if bearer_token else watched
 
 
 def serve_http(
@@ -213,7 +230,10 @@ def serve_http(
         timeout_graceful_shutdown=1,
         lifespan="on",
     )
-    server_class(config).run()
+    try:
+        server_class(config).run()
+    finally:
+        toolbox.close()  # the server's end: no process it started runs on
 
 
 def serve(

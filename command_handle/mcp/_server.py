@@ -9,7 +9,13 @@
 - with a progress token, progress is reported while the program runs (every
   :data:`PROGRESS_INTERVAL` seconds, with its latest output line);
 - a cancelled request cancels ``Toolbox.call``, which kills the child's
-  process group (and its cgroup, when the policy has one) before returning.
+  process group (and its cgroup, when the policy has one) before returning;
+- a program that outlives its call (a tool with a ``session``) belongs to the
+  MCP session that started it: over stdio, the one client; over HTTP, the
+  ``Mcp-Session-Id``. A request without a session (the 2026 protocol, a
+  stateless server) cannot be told from another client's, so those share one
+  owner: the server's session-less clients. The process tools reach only the
+  caller's own.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from ..toolbox import Toolbox
 __all__ = ["PROGRESS_INTERVAL", "build_server"]
 
 PROGRESS_INTERVAL = 0.5  # seconds; the issue asks for at least one a second
+STDIO_CLIENT = ("mcp", "stdio")  # the owner of the processes of a stdio server's one client
+HTTP_CLIENTS = ("mcp", "http")  # of an HTTP server's requests that carry no session
 MAX_MESSAGE = 200  # characters of the latest output line in a progress message
 
 
@@ -58,6 +66,17 @@ def _wants_progress(ctx: Any) -> bool:
     return getattr(meta, "progress_token", None) is not None
 
 
+def session_owner(ctx: Any) -> object:
+    """Who a call's processes belong to: the HTTP request's ``Mcp-Session-Id``;
+    over stdio, its one client; the session-less HTTP clients, together."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return STDIO_CLIENT
+    session_id = headers.get("mcp-session-id")
+    return HTTP_CLIENTS if not session_id else ("mcp-session", session_id)
+
+
 def build_server(toolbox: Toolbox, name: str = "command-handle") -> Server[Any]:
     """The MCP server for ``toolbox``; run it with a transport (see ``serve_stdio``)."""
     tools = [types.Tool.model_validate(d) for d in toolbox.describe("mcp")]
@@ -68,13 +87,16 @@ def build_server(toolbox: Toolbox, name: str = "command-handle") -> Server[Any]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
+        owner = session_owner(ctx)
         if not _wants_progress(ctx):
-            result = await toolbox.call(params.name, arguments)
+            result = await toolbox.call(params.name, arguments, owner=owner)
         else:
             progress = _Progress()
             async with anyio.create_task_group() as group:
                 group.start_soon(progress.report, ctx)
-                result = await toolbox.call(params.name, arguments, on_output=progress.on_output)
+                result = await toolbox.call(
+                    params.name, arguments, on_output=progress.on_output, owner=owner
+                )
                 group.cancel_scope.cancel()
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.content)]
         if params.name in structured and not result.is_error:

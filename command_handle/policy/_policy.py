@@ -160,6 +160,14 @@ class Policy:
       ``max_processes``: optional limits on each child (RLIMIT_CPU, RLIMIT_AS,
       RLIMIT_NPROC; the last counts all processes of the user, and root is
       exempt from it).
+    - ``max_sessions``, ``max_sessions_per_owner``: processes that outlive
+      their call (a handle's ``session``) alive at once, in all and per owner
+      (a principal, an MCP session); ``session_output``: bytes kept per stream
+      between two reads of such a process (head and tail; the middle is
+      counted and dropped); ``session_idle``: seconds without a read or a
+      write after which one is stopped; ``session_lifetime``: seconds after
+      which one is stopped, and the cap on a handle's ``max_lifetime``
+      (docs/processes.md).
     """
 
     search_path: tuple[str, ...] | None = None
@@ -186,6 +194,11 @@ class Policy:
     max_output: int = 10 * 1024 * 1024
     kill_grace: float = 2.0
     max_concurrency: int = 16
+    max_sessions: int = 16
+    max_sessions_per_owner: int = 4
+    session_output: int = 1024 * 1024
+    session_idle: float = 1800.0
+    session_lifetime: float = 4 * 3600.0
 
     def __post_init__(self) -> None:
         # A str is an iterable of one-character names: Policy(allow_environment="NODE_*")
@@ -225,7 +238,7 @@ class Policy:
                 raise PolicyTypeError(f"Policy.{name} must be an int or None")
             if value <= 0:
                 raise PolicyError(f"Policy.{name} must be at least 1")
-        for name in ("timeout", "kill_grace"):
+        for name in ("timeout", "kill_grace", "session_idle", "session_lifetime"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PolicyTypeError(
@@ -234,7 +247,13 @@ class Policy:
             if not (value > 0 and math.isfinite(value)):
                 raise PolicyError(f"Policy.{name} must be a positive, finite number of seconds")
             object.__setattr__(self, name, float(value))
-        for name in ("max_output", "max_concurrency"):
+        for name in (
+            "max_output",
+            "max_concurrency",
+            "max_sessions",
+            "max_sessions_per_owner",
+            "session_output",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise PolicyTypeError(f"Policy.{name} must be an int, not {type(value).__name__}")

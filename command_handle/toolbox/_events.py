@@ -7,7 +7,9 @@ Toolbox's ``events`` callback, if any:
 
 ``loaded`` (per tool), ``refused`` (with the reason and where), ``approved``,
 ``denied``, ``spawned`` (pid and program), ``timed_out``, ``killed`` (signal,
-or cancellation) and ``exited`` (code, duration, bytes, truncation). Every
+or cancellation) and ``exited`` (code, duration, bytes, truncation); for a
+program that outlives its call, ``process_started``, ``process_write`` (its
+text left out when the tool marks input secret) and ``process_ended``. Every
 event of one call has its ``call_id``. Credential values are redacted from
 every field before anything is emitted. A callback that raises is logged and
 otherwise ignored: an audit sink must not leave a child unsupervised. An

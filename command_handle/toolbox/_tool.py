@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..call import Session
 from ..handle import CommandHandle
 
 if TYPE_CHECKING:  # the UTCP layer loads with the first UTCP document
@@ -45,6 +46,9 @@ class Tool:
     # UTCP name, ``manual.tool``, which MCP shows and lookups accept.
     utcp_manual: str | None = None
     utcp_name: str | None = None
+    # The program may outlive the call (a handle's ``session``); any kind of
+    # tool that runs one command may carry it.
+    session: Session | None = None
 
     @property
     def kind(self) -> Literal["command", "utcp", "bash"]:
@@ -78,6 +82,7 @@ class Tool:
             handle=handle,
             output_schema=handle.output_schema,
             annotations=handle.annotations,
+            session=None if handle.session is None else handle.session.settings(),
         )
 
 

@@ -35,8 +35,8 @@ import anyio
 from .. import _json, _jsonschema
 from .._loops import run_to_completion
 from .._secrets import MIN_REDACTED, redact, redact_cut, secret_values
-from ..call import CommandResult, PlanResult, plan_hash
-from ..errors import AfterRunError, CommandHandleError, HandleError
+from ..call import CommandResult, PlanResult, Session, Terminal, plan_hash
+from ..errors import AfterRunError, CommandHandleError, HandleError, ProcessError
 from ..handle import MAX_ARGUMENT_DEPTH, CommandHandle, check_arguments
 from ..policy import Policy
 from ._arguments import after_run_message, drop_nulls, model_message
@@ -44,12 +44,23 @@ from ._calls import PreparedToolCall
 from ._events import Emitter, EventSink
 from ._formats import describe_tool
 from ._load import ToolLoadError, load_tools
+from ._processes import (
+    PROCESS_LIST,
+    PROCESS_READ,
+    PROCESS_STOP,
+    PROCESS_WRITE,
+    ProcessRecord,
+    builtin_tools,
+    list_view,
+    output_view,
+    unknown_process,
+)
 from ._result import ToolResult, command_content, shown_result
 from ._tool import Tool
 from ._variables import Variables, check_descriptions, discover
 
 if TYPE_CHECKING:
-    from ..executor import Executor
+    from ..executor import Executor, Process
 
 __all__ = ["ApprovalRequest", "Approver", "CredentialResolver", "ToolPreview", "Toolbox"]
 
@@ -77,6 +88,8 @@ class ApprovalRequest:
 Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
 
 DEFAULT_MAX_CONTENT = 30_000
+ANY: Any = object()  # close(owner=ANY): every owner's processes
+_BUILTINS = {tool.name: tool for tool in builtin_tools()}
 _LISTED = 20  # tool names an "unknown tool" answer lists
 _SUMMARY = 1000  # characters of a summary line
 
@@ -94,6 +107,17 @@ class _Run:
     emit: Emitter
     secrets: tuple[str, ...] = ()
     quiet: bool = False  # a bash tool's preview or error: its output is no call output
+
+
+@dataclass(frozen=True)
+class _Start:
+    """Start the call's program as a process that may outlive the call."""
+
+    call: PreparedToolCall
+    emit: Emitter
+    secrets: tuple[str, ...]
+    session: Session
+    owner: Any
 
 
 OutputLine = Callable[[str, str], Awaitable[None]]
@@ -201,7 +225,7 @@ class ToolPreview:
     summary: str = ""
 
 
-_Flow = Generator["_Ask | _Run", Any, "ToolResult | ToolPreview"]
+_Flow = Generator["_Ask | _Run | _Start", Any, "ToolResult | ToolPreview"]
 
 
 class _Refusal(Exception):
@@ -264,6 +288,12 @@ class Toolbox:
     namespaced by manual as in UTCP. Never from the model or the host. The
     values of the names in ``secret_variables`` are redacted like credentials
     from everything shown.
+
+    ``terminal`` is the pseudo-terminal (type and size) of tools whose
+    ``session`` asks for one. When a tool has a ``session``, the Toolbox also
+    holds the built-in ``process_read``, ``process_write``, ``process_stop``
+    and ``process_list`` (docs/processes.md); :meth:`close` stops every
+    process it started.
     """
 
     def __init__(
@@ -280,6 +310,7 @@ class Toolbox:
         variables: Mapping[str, str] | None = None,
         variable_files: Sequence[str | os.PathLike[str]] = (),
         secret_variables: Iterable[str] = (),
+        terminal: Terminal | None = None,
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
         # UTCP's ``manual.tool`` spelling of a manual's tool finds it too, and is
@@ -320,6 +351,19 @@ class Toolbox:
         self._manuals = frozenset(t.utcp_manual for t in tools if t.utcp_manual is not None)
         self.variable_files = tuple(os.fspath(path) for path in variable_files)
         self.secret_variables = frozenset(secret_variables)
+        self.terminal = terminal or Terminal()
+        self._records: dict[str, ProcessRecord] = {}
+        self._builtins: dict[str, Tool] = {}
+        if any(tool.session is not None for tool in tools):
+            self._builtins = {tool.name: tool for tool in builtin_tools()}
+            clash = next((tool for tool in tools if tool.name in self._builtins), None)
+            if clash is not None:
+                raise ToolLoadError(
+                    clash.source,
+                    f"the tool name {clash.name!r} is the built-in tool's that reads, writes "
+                    "or stops the processes of tools with a session; rename the tool",
+                    "/name",
+                )
         for tool in tools:
             emit = Emitter(events, tool.name, "")
             emit("loaded", source=tool.source, kind=tool.kind)
@@ -354,6 +398,7 @@ class Toolbox:
         variables: Mapping[str, str] | None = None,
         variable_files: Sequence[str | os.PathLike[str]] = (),
         secret_variables: Iterable[str] = (),
+        terminal: Terminal | None = None,
     ) -> Toolbox:
         """Load files and folders (recursively) of Command Handles, UTCP
         documents and bash tool plugins, recognised by their content. Raises
@@ -388,30 +433,35 @@ class Toolbox:
             variables=variables,
             variable_files=variable_files,
             secret_variables=secret_variables,
+            terminal=terminal,
         )
 
     # -- the collection ----------------------------------------------------------
 
+    # The built-in process tools are among the tools when a tool has a session.
+
     def names(self) -> list[str]:
-        return list(self._tools)
+        return [*self._tools, *self._builtins]
 
     def __getitem__(self, name: str) -> Tool:
         """The tool ``name``; a UTCP manual's tool also as ``manual.tool``."""
-        return self._tools[self._aliases.get(name, name)]
+        tool = self._tools.get(self._aliases.get(name, name))
+        return self._builtins[name] if tool is None else tool
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools or name in self._aliases
+        return name in self._tools or name in self._aliases or name in self._builtins
 
     def __iter__(self) -> Iterator[Tool]:
-        return iter(self._tools.values())
+        return iter([*self._tools.values(), *self._builtins.values()])
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._tools) + len(self._builtins)
 
     def describe(self, format: str = "mcp") -> list[dict[str, Any]]:
         """The tool definitions in ``format``: ``"mcp"``, ``"openai"``,
-        ``"openai-strict"``, ``"anthropic"`` or ``"tool-handle"``."""
-        return [describe_tool(tool, format) for tool in self._tools.values()]
+        ``"openai-strict"``, ``"anthropic"`` or ``"tool-handle"``; the built-in
+        process tools follow when a tool has a ``session``."""
+        return [describe_tool(tool, format) for tool in self]
 
     # -- calling -----------------------------------------------------------------
 
@@ -424,6 +474,7 @@ class Toolbox:
         context: Mapping[str, Any] | None = None,
         expect_plan: str | None = None,
         on_output: OutputLine | None = None,
+        owner: Any = None,
     ) -> ToolResult:
         """Call the tool ``name`` with the model's ``arguments`` (an object, or its
         JSON text); under trio or asyncio. Every refusal, denial and failure is
@@ -434,9 +485,13 @@ class Toolbox:
         it would still run exactly that plan. ``on_output(stream, line)`` is
         awaited with each complete line the program writes, credentials
         redacted (for a UTCP plan, what its programs and builtins such as
-        ``echo`` write into its steps)."""
+        ``echo`` write into its steps). A process a ``session`` tool leaves
+        running belongs to ``owner`` (default: ``principal``)."""
+        owner = principal if owner is None else owner
+        if name in self._builtins and name not in self._tools:
+            return await self._process_tool(name, arguments, owner)
         call = self._start(name)
-        flow = self._flow(call, arguments, principal, context, expect_plan)
+        flow = self._flow(call, arguments, principal, context, expect_plan, owner=owner)
         result = await self._drive(flow, call, on_output)
         assert isinstance(result, ToolResult)
         return result
@@ -450,13 +505,17 @@ class Toolbox:
         context: Mapping[str, Any] | None = None,
         expect_plan: str | None = None,
         on_output: SyncOutputLine | None = None,
+        owner: Any = None,
     ) -> ToolResult:
         """Blocking form of :meth:`call`, for threads; no event loop is started
         unless a hook is async (it is then awaited in a short asyncio run).
         ``on_output(stream, line)`` is called in this thread with each complete
         line, credentials redacted, as in :meth:`call`."""
+        owner = principal if owner is None else owner
+        if name in self._builtins and name not in self._tools:
+            return self._process_tool_sync(name, arguments, owner)
         call = self._start(name)
-        flow = self._flow(call, arguments, principal, context, expect_plan)
+        flow = self._flow(call, arguments, principal, context, expect_plan, owner=owner)
         result = self._drive_sync(flow, call, on_output)
         assert isinstance(result, ToolResult)
         return result
@@ -499,7 +558,7 @@ class Toolbox:
         """Answer the flow's requests under trio or asyncio; an async events sink
         is awaited as the call goes, and before it returns."""
         try:
-            request: _Ask | _Run = next(flow)
+            request: _Ask | _Run | _Start = next(flow)
             while True:
                 if isinstance(request, _Ask):
                     try:
@@ -507,6 +566,12 @@ class Toolbox:
                         if inspect.isawaitable(answer):
                             answer = await answer
                     except Exception as exc:
+                        request = flow.throw(exc)
+                        continue
+                elif isinstance(request, _Start):
+                    try:
+                        answer = await self._start_process(request)
+                    except CommandHandleError as exc:  # refused at launch, or a limit
                         request = flow.throw(exc)
                         continue
                 else:
@@ -541,12 +606,18 @@ class Toolbox:
     ) -> ToolResult | ToolPreview:
         """Answer the flow's requests in the calling thread."""
         try:
-            request: _Ask | _Run = next(flow)
+            request: _Ask | _Run | _Start = next(flow)
             while True:
                 if isinstance(request, _Ask):
                     try:
                         answer = _settle(request.hook())
                     except Exception as exc:
+                        request = flow.throw(exc)
+                        continue
+                elif isinstance(request, _Start):
+                    try:
+                        answer = self._start_process_sync(request)
+                    except CommandHandleError as exc:  # refused at launch, or a limit
                         request = flow.throw(exc)
                         continue
                 else:
@@ -580,6 +651,7 @@ class Toolbox:
         context: Mapping[str, Any] | None,
         expect_plan: str | None = None,
         preview: bool = False,
+        owner: Any = None,
     ) -> _Flow:
         """One call, from the model's arguments to its result. Every refusal on
         the way, before the run, at the launch or during a plan's later steps,
@@ -601,6 +673,14 @@ class Toolbox:
             if preview:
                 return ToolPreview(name, call.call_id, prepared.plan, call.digest, None, summary)
             yield from self._clear(tool, args, principal, prepared, expect_plan, call, summary)
+            if tool.session is not None and prepared.prepared.kind == "command":
+                start = _Start(prepared, call.emit, call.secrets, tool.session, owner)
+                process = yield start
+                if process.running:
+                    return self._process_started(process, call)
+                ended = self._ended_in_call(process)  # within yield_after: a plain result
+                _report(call.emit, ended)
+                return self._outcome(tool, prepared, ended, call)
             ran = yield _Run(prepared, call.emit, call.secrets)
             _report(call.emit, ran)
             outcome = self._outcome(tool, prepared, ran, call)
@@ -614,6 +694,9 @@ class Toolbox:
         except _Refusal as refusal:
             call.emit(refusal.event, **refusal.details)
             return call.result(is_error=True, content=refusal.text)
+        except ProcessError as exc:  # a limit on processes: nothing started
+            call.emit("refused", reason=exc.message, error="ProcessError")
+            return call.result(is_error=True, content=f"The call to `{name}` was refused: {exc}")
         except AfterRunError as exc:  # a plan's later step was refused: what ran is kept
             call.emit(
                 "refused",
@@ -637,6 +720,238 @@ class Toolbox:
             return call.result(
                 is_error=True, content=redact(model_message(name, error), call.secrets)
             )
+
+    # -- processes that outlive their call ----------------------------------------
+
+    def _start_options(self, request: _Start) -> dict[str, Any]:
+        session = request.session
+        return {
+            "owner": request.owner,
+            "lifetime": session.max_lifetime,
+            "terminal": self.terminal if session.terminal else None,
+            "ready": session.ready,
+        }
+
+    async def _start_process(self, request: _Start) -> Process:
+        """Start the program, then wait for ``ready``, its end, or ``yield_after``."""
+        prepared = request.call.prepared
+        process = await self.executor.start(prepared, **self._start_options(request))
+        self._track(process, request)
+        try:
+            await process.wait_ready(request.session.yield_after)
+        except BaseException:  # the caller gave up: nobody would learn its id
+            process.request_stop()
+            raise
+        return process
+
+    def _start_process_sync(self, request: _Start) -> Process:
+        prepared = request.call.prepared
+        process = self.executor.start_sync(prepared, **self._start_options(request))
+        self._track(process, request)
+        try:
+            process.wait_ready_sync(request.session.yield_after)
+        except BaseException:
+            process.request_stop()
+            raise
+        return process
+
+    def _track(self, process: Process, request: _Start) -> None:
+        """Keep what showing its output needs; record its start, and its end."""
+        emit = request.emit
+        record = ProcessRecord(process, request.secrets, request.session.secret_input, emit.call_id)
+        with self._executor_lock:
+            executor = self.executor
+            for stale in [key for key in self._records if executor.process(key) is None]:
+                del self._records[stale]
+            self._records[process.id] = record
+        emit("spawned", pid=process.pid, program=process.program)
+        emit("process_started", process_id=process.id, terminal=process.terminal is not None)
+        process.on_end(lambda ended: self._process_ended(record))
+
+    def _process_ended(self, record: ProcessRecord) -> None:
+        """On the process's supervising thread, once it and its group are gone."""
+        process = record.process
+        result = process.result
+        emit = record.emitter(self._events)
+        emit(
+            "process_ended",
+            process_id=process.id,
+            ended_by=process.ended_by,
+            exit_code=None if result is None else result.exit_code,
+            signal=None if result is None else result.signal_name,
+            duration_s=None if result is None else round(result.duration_s, 6),
+        )
+        emit.settle_sync()
+
+    def _ended_in_call(self, process: Process) -> CommandResult:
+        """The result of a process that ended before its call returned; forgotten."""
+        result = process.result
+        assert result is not None
+        self.executor.forget(process)
+        with self._executor_lock:
+            self._records.pop(process.id, None)
+        return result
+
+    def _process_started(self, process: Process, call: _CallState) -> ToolResult:
+        record = self._records[process.id]
+        content, structured = output_view(
+            record, process.read_sync(), self.max_content, started=True
+        )
+        return call.result(is_error=False, content=content, structured=structured)
+
+    def _own(self, process_id: object, owner: Any) -> ProcessRecord:
+        """The caller's process of that id; another owner's is unknown to it."""
+        record = self._records.get(process_id) if isinstance(process_id, str) else None
+        if record is None or record.process.owner != owner:
+            mine = [
+                each.process for each in list(self._records.values()) if each.process.owner == owner
+            ]
+            raise _Refusal(unknown_process(str(process_id), mine), reason="unknown process")
+        return record
+
+    def _delivered(self, record: ProcessRecord) -> None:
+        """An ended process whose last output was read is forgotten."""
+        if record.process.delivered:
+            self.executor.forget(record.process)
+            with self._executor_lock:
+                self._records.pop(record.process.id, None)
+
+    def _process_request(
+        self, name: str, arguments: Mapping[str, Any] | str | None, owner: Any, call: _CallState
+    ) -> tuple[ProcessRecord | None, dict[str, Any]]:
+        args = self._arguments(self._builtins.get(name) or _BUILTINS[name], arguments)
+        if name == PROCESS_LIST:
+            return None, args
+        return self._own(args["process_id"], owner), args
+
+    def _process_act(
+        self, name: str, record: ProcessRecord | None, args: dict[str, Any], owner: Any
+    ) -> tuple[str, dict[str, Any]]:
+        """The blocking part of a process tool, and its text and structured value."""
+        if record is None:
+            mine = [each.process for each in list(self._records.values())]
+            return list_view([each for each in mine if each.owner == owner])
+        process = record.process
+        if name == PROCESS_READ:
+            output = process.read_sync(float(args.get("wait_seconds", 0)))
+        elif name == PROCESS_STOP:
+            output = process.stop_sync()
+        else:
+            text = args["input"]
+            written = process.write_sync(text, close=bool(args.get("end_input", False)))
+            emit = record.emitter(self._events)
+            details: dict[str, Any] = {"process_id": process.id, "bytes": written}
+            if not record.secret_input:
+                details["input"] = text
+            emit("process_write", **details)
+            emit.settle_sync()
+            content = f"Sent {written} bytes to process `{process.id}`"
+            if args.get("end_input"):
+                content += " and closed its input"
+            content += "; read its answer with process_read."
+            return content, {"process_id": process.id, "bytes_written": written}
+        content, structured = output_view(record, output, self.max_content)
+        self._delivered(record)
+        return content, structured
+
+    def _process_tool_sync(
+        self, name: str, arguments: Mapping[str, Any] | str | None, owner: Any
+    ) -> ToolResult:
+        call = self._start(name)
+        try:
+            record, args = self._process_request(name, arguments, owner, call)
+            content, structured = self._process_act(name, record, args, owner)
+        except _Refusal as refusal:
+            call.emit(refusal.event, **refusal.details)
+            call.emit.settle_sync()
+            return call.result(is_error=True, content=refusal.text)
+        except ProcessError as exc:
+            call.emit("refused", reason=exc.message, error="ProcessError")
+            call.emit.settle_sync()
+            return call.result(is_error=True, content=exc.message)
+        return call.result(is_error=False, content=content, structured=structured)
+
+    async def _process_tool(
+        self, name: str, arguments: Mapping[str, Any] | str | None, owner: Any
+    ) -> ToolResult:
+        """A process tool under trio or asyncio: what may block runs in a thread."""
+        waits = name in (PROCESS_STOP, PROCESS_WRITE)
+        if name == PROCESS_READ:
+            waits = True
+            if isinstance(arguments, Mapping) and not arguments.get("wait_seconds"):
+                waits = False  # nothing to wait for: answered here
+        if not waits:
+            return self._process_tool_sync(name, arguments, owner)
+        call_in_thread = partial(self._process_tool_sync, name, arguments, owner)
+        result: ToolResult = await anyio.to_thread.run_sync(call_in_thread, abandon_on_cancel=True)
+        return result
+
+    async def read_process(
+        self, process_id: str, principal: Any = None, *, wait: float = 0.0
+    ) -> ToolResult:
+        """``process_read`` for ``principal`` (the owner): its output since the last read."""
+        arguments = {"process_id": process_id, "wait_seconds": wait}
+        return await self._process_tool(PROCESS_READ, arguments, principal)
+
+    def read_process_sync(
+        self, process_id: str, principal: Any = None, *, wait: float = 0.0
+    ) -> ToolResult:
+        arguments = {"process_id": process_id, "wait_seconds": wait}
+        return self._process_tool_sync(PROCESS_READ, arguments, principal)
+
+    async def write_process(
+        self, process_id: str, input: str, principal: Any = None, *, end_input: bool = False
+    ) -> ToolResult:
+        """``process_write``: ``input`` to its stdin or terminal."""
+        arguments = {"process_id": process_id, "input": input, "end_input": end_input}
+        return await self._process_tool(PROCESS_WRITE, arguments, principal)
+
+    def write_process_sync(
+        self, process_id: str, input: str, principal: Any = None, *, end_input: bool = False
+    ) -> ToolResult:
+        arguments = {"process_id": process_id, "input": input, "end_input": end_input}
+        return self._process_tool_sync(PROCESS_WRITE, arguments, principal)
+
+    async def stop_process(self, process_id: str, principal: Any = None) -> ToolResult:
+        """``process_stop``: end its process group; its last output."""
+        return await self._process_tool(PROCESS_STOP, {"process_id": process_id}, principal)
+
+    def stop_process_sync(self, process_id: str, principal: Any = None) -> ToolResult:
+        return self._process_tool_sync(PROCESS_STOP, {"process_id": process_id}, principal)
+
+    def processes(self, principal: Any = None) -> ToolResult:
+        """``process_list``: ``principal``'s processes."""
+        return self._process_tool_sync(PROCESS_LIST, {}, principal)
+
+    def close(self, owner: Any = ANY) -> int:
+        """Stop every process this Toolbox started (of ``owner``, when given),
+        with everything they started, and wait until they are gone; returns
+        how many were running. The Toolbox remains usable."""
+        if self._executor is None:
+            return 0
+        from ..executor import ANY_OWNER
+
+        return self._executor.stop_processes(ANY_OWNER if owner is ANY else owner)
+
+    async def aclose(self, owner: Any = ANY) -> int:
+        """:meth:`close` under trio or asyncio; it finishes even when cancelled."""
+        if self._executor is None:
+            return 0
+        from ..executor import ANY_OWNER
+
+        return await self._executor.stop_processes_async(ANY_OWNER if owner is ANY else owner)
+
+    def __enter__(self) -> Toolbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Toolbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def _tool(self, name: str) -> Tool:
         tool = self._tools.get(self._aliases.get(name, name))

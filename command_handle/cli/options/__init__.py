@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from . import credentials, environment, plugins, sandbox, tool_config, variables
+from . import credentials, environment, plugins, processes, sandbox, tool_config, variables
 from ._group import OptionGroup, Settings
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ GROUPS: tuple[OptionGroup, ...] = (
     plugins,
     tool_config,
     variables,
+    processes,
 )
 
 
