@@ -544,8 +544,8 @@ LLM_MISTAKES = [
     ({"path": "a", "bogus": 1}, "`bogus` is not a parameter of this tool"),
     ({"path": "-rf"}, "`path` must not start with '-'"),
     ({"path": "+cmd"}, "`path` must not start with '+'"),
-    ({"path": "a\x00b"}, "cannot be passed to a program"),
-    ({"path": "x" * 3_000_000}, "cannot be passed to a program"),
+    ({"path": "a\x00b"}, "`path` holds a NUL character, which cannot be passed to a program"),
+    ({"path": "x" * 3_000_000}, "`path` is too large to pass to a program"),
 ]
 
 
@@ -668,7 +668,10 @@ def test_default_result_processing(tmp_path: Path, call: Call) -> None:
 
     failed = call(toolbox, "modes", {"mode": "fail"})
     assert failed.is_error
-    assert failed.content == "partial\n\nstderr:\nboom\n\nThe command failed with exit code 3."
+    assert (
+        failed.content
+        == "partial\n\nstderr:\nboom\n\nThe command ran and reported failure: exit code 3."
+    )
 
     quiet = call(toolbox, "modes", {"mode": "quiet"})
     assert quiet.content == "The command succeeded with no output."

@@ -119,10 +119,11 @@ def _cmd_run(options: argparse.Namespace) -> int:
             return 128 + (result.signal or 0)
         return result.exit_code
     shown: dict[str, Any] = result.to_json()
+    failed = not handle.succeeded(result)
     if handle.has_result_template:
-        shown["view"] = result.view
+        failed, shown["view"] = handle.outcome(result.to_json())
     print(_json.stringify(printable(shown), indent=2))
-    return EXIT_OK if result.ok else EXIT_FAILED
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 async def _planned(

@@ -25,7 +25,7 @@ import os
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,14 @@ from ._tool import Tool
 if TYPE_CHECKING:
     from ..executor import Executor
 
-__all__ = ["ApprovalRequest", "Approver", "CredentialResolver", "ToolPreview", "Toolbox"]
+__all__ = [
+    "ApprovalRequest",
+    "Approver",
+    "CredentialResolver",
+    "Denied",
+    "ToolPreview",
+    "Toolbox",
+]
 
 CredentialResolver = Callable[
     [Any, CommandHandle], Mapping[str, Any] | Awaitable[Mapping[str, Any]]
@@ -61,7 +68,11 @@ class ApprovalRequest:
     """What the ``approve`` hook decides on: the fully rendered ``plan`` (program,
     argv, environment with credentials masked, cwd, stdin size and digest,
     limits, sandbox) and its ``plan_hash``, with the call's ``tool``,
-    ``principal`` and ``arguments`` (after null removal)."""
+    ``principal`` and ``arguments`` (after null removal). ``stdin`` is what the
+    program will read, in full, and ``environment`` every variable it gets,
+    each with only the credential masked (``********``), so a person approving
+    an API call sees the endpoint and body the model chose (None and empty for
+    a UTCP tool, whose commands are in ``plan``)."""
 
     tool: str
     call_id: str
@@ -69,9 +80,22 @@ class ApprovalRequest:
     arguments: Mapping[str, Any]
     plan: Mapping[str, Any]
     plan_hash: str
+    stdin: bytes | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
 
 
-Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
+@dataclass(frozen=True)
+class Denied:
+    """An ``approve`` hook's no, with the reason the model is told
+    (``Denied("use the staging endpoint")``). It is false, as a plain no is."""
+
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Approver = Callable[[ApprovalRequest], bool | Denied | Awaitable[bool | Denied]]
 
 DEFAULT_MAX_CONTENT = 30_000
 _LISTED = 20  # tool names an "unknown tool" answer lists
@@ -516,6 +540,7 @@ class Toolbox:
         the way, before the run, at the launch or during a plan's later steps,
         becomes an ``is_error`` result here, in one place, with its event."""
         name = call.tool
+        args: dict[str, Any] | None = None
         try:
             tool = self._tool(name)
             args = self._arguments(tool, arguments)
@@ -555,7 +580,7 @@ class Toolbox:
                 error=type(exc).__name__,
             )
             return call.result(
-                is_error=True, content=redact(model_message(name, error), call.secrets)
+                is_error=True, content=redact(model_message(name, error, args), call.secrets)
             )
 
     def _tool(self, name: str) -> Tool:
@@ -653,9 +678,29 @@ class Toolbox:
         if self._approve is None:
             return
         assert digest is not None
-        request = ApprovalRequest(tool.name, call.call_id, principal, args, prepared.plan, digest)
+        invocation = prepared.prepared.invocation
+        request = ApprovalRequest(
+            tool.name,
+            call.call_id,
+            principal,
+            args,
+            prepared.plan,
+            digest,
+            stdin=None if invocation is None else invocation.shown_stdin(),
+            environment={} if invocation is None else invocation.shown_environment(),
+        )
         allowed = yield _Ask(partial(self._approve, request))
         if not allowed:
+            reason = allowed.reason.strip() if isinstance(allowed, Denied) else ""
+            if reason:
+                reason = redact(reason, call.secrets)
+                raise _Refusal(
+                    f"The application declined to run this call to `{tool.name}`: "
+                    f"{reason.rstrip('.')}. Nothing ran.",
+                    event="denied",
+                    plan_hash=digest,
+                    reason=reason,
+                )
             raise _Refusal(
                 f"The application declined to run this call to `{tool.name}`; nothing ran.",
                 event="denied",

@@ -1,0 +1,270 @@
+"""What tool authors rely on: exit codes that mean what they mean, approval
+with a reason, and refusals that name the parameter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from command_handle import CommandHandle, Denied, Toolbox
+from command_handle.errors import HandleLoadError
+from command_handle.toolbox import ApprovalRequest
+
+from .processes import PROBE, PY, ROOT
+
+
+def write(path: Path, document: object) -> Path:
+    path.write_text(json.dumps(document))
+    return path
+
+
+def exits(name: str = "exits", **fields: Any) -> dict[str, Any]:
+    """A tool whose program exits with the code it is given, after printing it."""
+    return {
+        "name": name,
+        "description": "exits with a code",
+        "handle": "command",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^[0-9]+$"}},
+            "required": ["code"],
+        },
+        "command": PY,
+        "arguments": [
+            "-I",
+            "-c",
+            "import sys; print('out'); sys.exit(int(sys.argv[1]))",
+            "{{code}}",
+        ],
+        **fields,
+    }
+
+
+# -- exit codes ----------------------------------------------------------------
+
+
+def test_success_exit_codes_make_an_answer_of_a_non_zero_exit(tmp_path: Path) -> None:
+    toolbox = Toolbox.load(write(tmp_path / "t.json", exits(success_exit_codes=[0, 1])))
+    one = toolbox.call_sync("exits", {"code": "1"})
+    assert not one.is_error
+    assert one.content == "out\n\nThe command ran and exited with code 1, a success for this tool."
+    two = toolbox.call_sync("exits", {"code": "2"})
+    assert two.is_error
+    assert two.content == "out\n\nThe command ran and reported failure: exit code 2."
+
+
+def test_by_default_only_zero_is_success(tmp_path: Path) -> None:
+    toolbox = Toolbox.load(write(tmp_path / "t.json", exits()))
+    assert not toolbox.call_sync("exits", {"code": "0"}).is_error
+    assert toolbox.call_sync("exits", {"code": "1"}).is_error
+
+
+def test_a_result_template_decides_is_error_and_the_key_is_not_shown(tmp_path: Path) -> None:
+    result = {
+        "is_error": {"$use": {"$": "exit_code"}, "$matches": {"not": {"enum": [0, 1]}}},
+        "printed": {"$": "stdout"},
+        "code": {"$": "exit_code"},
+    }
+    toolbox = Toolbox.load(write(tmp_path / "t.json", exits(result=result)))
+    one = toolbox.call_sync("exits", {"code": "1"})
+    assert not one.is_error
+    assert one.structured == {"printed": "out\n", "code": 1}
+    assert "is_error" not in one.content
+    assert toolbox.call_sync("exits", {"code": "3"}).is_error
+
+
+def test_a_result_template_reads_success(tmp_path: Path) -> None:
+    document = exits(success_exit_codes=[0, 4], result={"ok": {"$": "success"}})
+    toolbox = Toolbox.load(write(tmp_path / "t.json", document))
+    four = toolbox.call_sync("exits", {"code": "4"})
+    assert (four.is_error, four.structured) == (False, {"ok": True})
+    five = toolbox.call_sync("exits", {"code": "5"})
+    assert (five.is_error, five.structured) == (True, {"ok": False})
+
+
+def test_could_not_run_reads_differently_from_ran_and_failed(tmp_path: Path) -> None:
+    document = exits(name="gone", command=str(tmp_path / "missing-program"))
+    toolbox = Toolbox.load(write(tmp_path / "t.json", document))
+    refused = toolbox.call_sync("gone", {"code": "1"})
+    assert refused.is_error and refused.result is None
+    assert "Nothing ran" in refused.content and "ran and reported" not in refused.content
+
+
+@pytest.mark.parametrize("codes", [[], [256], [-1]])
+def test_success_exit_codes_are_checked_at_load(codes: list[int]) -> None:
+    with pytest.raises(HandleLoadError) as caught:
+        CommandHandle.from_dict(exits(success_exit_codes=codes))
+    assert "success_exit_codes" in str(caught.value)
+
+
+def test_run_exits_by_success_exit_codes(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.json", exits(success_exit_codes=[0, 1]))
+    for code, expected in (("1", 0), ("2", 1)):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "command_handle",
+                "run",
+                str(path),
+                "--args",
+                f'{{"code":"{code}"}}',
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        assert done.returncode == expected, done.stderr
+
+
+def test_a_utcp_tool_that_fails_says_it_ran(tmp_path: Path) -> None:
+    manual = {
+        "utcp_version": "1.0.1",
+        "manual_version": "1.0.0",
+        "tools": [
+            {
+                "name": "fails",
+                "description": "fails",
+                "inputs": {"type": "object", "properties": {}},
+                "tool_call_template": {
+                    "call_template_type": "cli",
+                    "commands": [{"command": "false"}],
+                },
+            }
+        ],
+    }
+    toolbox = Toolbox.load(write(tmp_path / "m.json", manual))
+    result = toolbox.call_sync("m_fails", {})
+    assert result.is_error
+    assert "ran and reported failure" in result.content
+
+
+# -- approval -------------------------------------------------------------------
+
+
+def api_call(tmp_path: Path) -> Path:
+    """A tool that sends a body with a token on stdin, and has a token variable."""
+    document = {
+        "name": "api",
+        "description": "calls an API",
+        "handle": "command",
+        "parameters": {
+            "type": "object",
+            "properties": {"endpoint": {"type": "string"}},
+            "required": ["endpoint"],
+        },
+        "command": PY,
+        "arguments": ["-I", PROBE],
+        "security": {"type": "http", "scheme": "bearer"},
+        "environment": {
+            "TOKEN": {"$credential": "token"},
+            "ENDPOINT": "{{endpoint}}",
+        },
+        "io": {
+            "stdin": {
+                "$join": "",
+                "$use": [
+                    "POST {{endpoint}}\nAuthorization: Bearer ",
+                    {"$credential": "token"},
+                    "\n",
+                ],
+            }
+        },
+    }
+    return write(tmp_path / "api.json", document)
+
+
+CANARY = "canary-secret-7f3a9c1e"
+
+
+def test_the_approver_sees_stdin_and_environment_with_only_the_credential_masked(
+    tmp_path: Path,
+) -> None:
+    seen: list[ApprovalRequest] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        seen.append(request)
+        return True
+
+    toolbox = Toolbox.load(
+        api_call(tmp_path),
+        credentials=lambda principal, handle: {"scheme": "bearer", "token": CANARY},
+        approve=approve,
+    )
+    result = toolbox.call_sync("api", {"endpoint": "/v1/users/delete"})
+    assert not result.is_error, result.content
+    (request,) = seen
+    assert request.stdin is not None
+    text = request.stdin.decode()
+    assert "POST /v1/users/delete" in text and CANARY not in text and "********" in text
+    assert request.environment["ENDPOINT"] == "/v1/users/delete"
+    assert CANARY not in json.dumps(dict(request.environment))
+    assert CANARY not in repr(request)
+
+
+def test_a_denial_gives_the_model_its_reason(tmp_path: Path) -> None:
+    events: list[Any] = []
+    toolbox = Toolbox.load(
+        api_call(tmp_path),
+        credentials=lambda principal, handle: {"scheme": "bearer", "token": CANARY},
+        approve=lambda request: Denied(f"use the staging endpoint, not {CANARY}"),
+        events=events.append,
+    )
+    result = toolbox.call_sync("api", {"endpoint": "/v1/users/delete"})
+    assert result.is_error and result.result is None
+    assert result.content.startswith(
+        "The application declined to run this call to `api`: use the staging endpoint"
+    )
+    assert result.content.endswith("Nothing ran.")
+    assert CANARY not in result.content
+    denied = [event for event in events if event.kind == "denied"]
+    assert denied and CANARY not in json.dumps(denied[0].to_json())
+
+
+def test_a_plain_no_still_reads_as_before(tmp_path: Path) -> None:
+    toolbox = Toolbox.load(write(tmp_path / "t.json", exits()), approve=lambda request: False)
+    result = toolbox.call_sync("exits", {"code": "0"})
+    assert result.content == "The application declined to run this call to `exits`; nothing ran."
+
+
+# -- refusals name the parameter ----------------------------------------------------
+
+
+def probe_tool(tmp_path: Path) -> Toolbox:
+    document = {
+        "name": "echo",
+        "description": "prints its words",
+        "handle": "command",
+        "parameters": {
+            "type": "object",
+            "properties": {"first": {"type": "string"}, "text": {"type": "string"}},
+        },
+        "command": PY,
+        "arguments": ["-I", PROBE, "{{first}}", "{{text}}"],
+        "environment": {"PROBE_VALUE": {"$": "first"}},
+    }
+    return Toolbox.load(write(tmp_path / "t.json", document))
+
+
+def test_a_nul_is_refused_naming_its_parameter(tmp_path: Path) -> None:
+    result = probe_tool(tmp_path).call_sync("echo", {"first": "a", "text": "x\x00y"})
+    assert result.is_error and result.result is None
+    assert "`text` holds a NUL character" in result.content
+
+
+def test_a_nul_in_an_environment_value_names_its_parameter(tmp_path: Path) -> None:
+    result = probe_tool(tmp_path).call_sync("echo", {"first": "a\x00b", "text": "x"})
+    assert result.is_error and result.result is None
+    assert "`first` holds a NUL character" in result.content
+
+
+def test_an_argument_too_large_is_refused_naming_its_parameter(tmp_path: Path) -> None:
+    result = probe_tool(tmp_path).call_sync("echo", {"first": "a", "text": "x" * 3_000_000})
+    assert result.is_error and result.result is None
+    assert "`text` is too large to pass to a program (3000000 bytes;" in result.content
+    assert "argv[" not in result.content
