@@ -268,3 +268,124 @@ def test_an_argument_too_large_is_refused_naming_its_parameter(tmp_path: Path) -
     assert result.is_error and result.result is None
     assert "`text` is too large to pass to a program (3000000 bytes;" in result.content
     assert "argv[" not in result.content
+
+
+# -- mistakes found at load, and validate's warnings --------------------------------
+
+
+def handle_doc(**fields: Any) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "name": "greet",
+        "description": "greets",
+        "handle": "command",
+        "parameters": {"type": "object", "properties": {"name": {"type": "string"}}},
+        "command": "/bin/echo",
+        "arguments": ["hello", "{{name}}"],
+    }
+    document.update(fields)
+    return document
+
+
+@pytest.mark.parametrize(
+    ("arguments", "pointer"),
+    [
+        (["hello", "{{nmae}}"], "/arguments/1"),
+        ({"$encode": "args", "-n": {"$": "nmae | sort"}}, "/arguments/-n/$"),
+        ({"$uri": "https://example.com/{nmae}"}, "/arguments/$uri"),
+        (["{{$.nmae}}"], "/arguments/0"),
+    ],
+)
+def test_a_template_reading_an_undeclared_name_is_a_load_error(
+    arguments: object, pointer: str
+) -> None:
+    with pytest.raises(HandleLoadError) as caught:
+        CommandHandle.from_dict(handle_doc(arguments=arguments))
+    assert caught.value.pointer == pointer
+    assert "`nmae`" in str(caught.value) and "did you mean `name`?" in str(caught.value)
+
+
+def test_names_a_schema_provides_are_not_load_errors() -> None:
+    each = {"$each": "$.name", "$as": "item", "$value": "{{item}}"}
+    CommandHandle.from_dict(handle_doc(arguments=each))
+    patterned = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "patternProperties": {"^x_": {"type": "string"}},
+    }
+    CommandHandle.from_dict(handle_doc(parameters=patterned, arguments=["{{x_y}}"]))
+    open_schema = {"type": "object", "additionalProperties": {"type": "string"}}
+    CommandHandle.from_dict(handle_doc(parameters=open_schema, arguments=["{{anything}}"]))
+    CommandHandle.from_dict(handle_doc(parameters={"type": "object"}, arguments=["{{any}}"]))
+    via_ref = {
+        "type": "object",
+        "$defs": {"base": {"properties": {"extra": {"type": "string"}}}},
+        "allOf": [{"$ref": "#/$defs/base"}],
+        "properties": {"name": {"type": "string"}},
+    }
+    CommandHandle.from_dict(handle_doc(parameters=via_ref, arguments=["{{extra}}"]))
+
+
+def test_a_result_template_reading_no_result_field_is_a_load_error() -> None:
+    with pytest.raises(HandleLoadError) as caught:
+        CommandHandle.from_dict(handle_doc(result={"out": {"$": "stdot"}}))
+    assert caught.value.pointer == "/result/out/$"
+    assert "did you mean `stdout`?" in str(caught.value)
+
+
+def validate(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "command_handle", "validate", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def test_validate_warns_with_pointer_and_fix_and_strict_fails(tmp_path: Path) -> None:
+    write(tmp_path / "missing.json", handle_doc(name="missing", command="rg-not-installed-here"))
+    shell = handle_doc(
+        name="shell",
+        command="/bin/sh",
+        parameters={"type": "object", "properties": {"msg": {"type": "string"}}},
+        arguments=["-c", "echo {{msg}}"],
+    )
+    write(tmp_path / "shell.json", shell)
+    write(tmp_path / "echo.json", handle_doc(name="dashes", arguments=["--", "{{name}}"]))
+    reader = handle_doc(
+        name="reader",
+        command="/bin/cat",
+        parameters={"type": "object", "properties": {"file": {"type": "string"}}},
+        arguments={"$encode": "args", "--": [{"$": "file"}]},
+    )
+    write(tmp_path / "reader.json", reader)
+    done = validate(str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    err = done.stderr
+    assert (
+        "missing: /command: the program `rg-not-installed-here` is not on this machine's PATH"
+        in err
+    )
+    assert "shell: /arguments/1: model data reaches the code string of `sh`" in err
+    assert "dashes: /arguments/0: `echo` does not take `--`" in err
+    assert "reader: /parameters/properties/file: the parameter `file` looks like a path" in err
+    assert '(fix: add "paths": {"file": {"within": "workspace"}})' in err
+    strict = validate("--strict", str(tmp_path))
+    assert strict.returncode == 2
+    assert "failed: 1 warning(s) with --strict" in strict.stdout
+
+
+def test_the_sh_c_warning_is_about_a_real_injection(tmp_path: Path) -> None:
+    """What the warning is about: the value runs as code."""
+    shell = handle_doc(
+        name="shell",
+        command="/bin/sh",
+        parameters={"type": "object", "properties": {"msg": {"type": "string"}}},
+        arguments=["-c", "echo {{msg}}"],
+    )
+    toolbox = Toolbox.load(write(tmp_path / "shell.json", shell))
+    assert "uid=" in toolbox.call_sync("shell", {"msg": "hi; id"}).content
+
+
+def test_a_clean_handle_has_no_warning() -> None:
+    done = validate("--strict", "fixtures/handles/word-count.json")
+    assert done.returncode == 0 and done.stderr == ""

@@ -34,7 +34,7 @@ from command_handle.toolbox import (
     ToolResult,
 )
 
-from .processes import PROBE, PY, ROOT
+from .processes import PROBE, PY, ROOT, words_without_template
 
 HANDLES = ROOT / "fixtures" / "handles"
 UTCP = ROOT / "fixtures" / "utcp"
@@ -79,6 +79,7 @@ def probe_doc(name: str = "probe", **fields: Any) -> dict[str, Any]:
             "properties": {"words": {"type": "array", "items": {"type": "string"}}},
         },
     }
+    words_without_template(document, fields)
     document.update(fields)
     return document
 

@@ -153,8 +153,10 @@ def _cmd_render(options: argparse.Namespace) -> int:
 
 
 def _cmd_validate(options: argparse.Namespace) -> int:
-    """Each file named, and every tool file in each folder named: one line each."""
+    """Each file named, and every tool file in each folder named: one line each,
+    then its warnings (``--strict``: a warning fails the file)."""
     from ..errors import HandleError
+    from ..handle import lint
     from ..toolbox import ToolLoadError, load_tools, tool_files
 
     status = EXIT_OK
@@ -176,8 +178,22 @@ def _cmd_validate(options: argparse.Namespace) -> int:
             print(f"{path}: the tool name {name!r} is also used by {names[name]}", file=sys.stderr)
             status = EXIT_REFUSED
         names.update({t.name: str(path) for t in tools if t.name not in names})
+        warnings = [
+            (tool.name, warning)
+            for tool in tools
+            if tool.handle is not None
+            for warning in lint(tool.handle)
+        ]
         if not clashes:
-            print(f"{path}: ok ({', '.join(t.name for t in tools) or 'no CLI tools'})")
+            listed = ", ".join(t.name for t in tools) or "no CLI tools"
+            verdict = "ok" if not warnings else f"ok with {len(warnings)} warning(s)"
+            if warnings and options.strict:
+                verdict = f"failed: {len(warnings)} warning(s) with --strict"
+            print(f"{path}: {verdict} ({listed})")
+        for tool_name, warning in warnings:
+            print(f"{path}: warning: {tool_name}: {warning}", file=sys.stderr)
+        if warnings and options.strict:
+            status = EXIT_REFUSED
     return status
 
 
@@ -256,6 +272,9 @@ def add_handle_parsers(commands: Any) -> None:
         "validate", help="check Command Handles and UTCP documents, in files and folders"
     )
     validate.add_argument("handles", nargs="+", metavar="PATH")
+    validate.add_argument(
+        "--strict", action="store_true", help="a warning fails the file (exit code 2)"
+    )
     validate.set_defaults(run=_cmd_validate)
 
     schema = commands.add_parser(

@@ -53,6 +53,7 @@ from ..policy import (
     resolve_directory,
     resolve_environment,
 )
+from ._names import unprovided_names
 from ._options import allowed_values, check_option_like, refusal_from_encoding
 from ._shown import shown_fields
 from ._templates import compile_shared
@@ -200,8 +201,10 @@ class CommandHandle(BaseModel):
         if self.output_schema is not None:
             _check_output_schema(self.output_schema, _jsonschema.load())
         _check_annotations(self.annotations)
+        templates = self._compile_templates()
+        self._check_names()
         self._compiled = _Compiled(
-            templates=self._compile_templates(),
+            templates=templates,
             validator=validator,
             credential_fields=frozenset(
                 name
@@ -279,6 +282,26 @@ class CommandHandle(BaseModel):
         if self.io is not None and self.io.stdin is not None:
             templates["io/stdin"] = _compile(self.io.stdin, "/io/stdin", "io/stdin")
         return templates
+
+    def _check_names(self) -> None:
+        """A template that reads a name its input cannot hold is a load error: the
+        argument templates against ``parameters``, ``result`` against the run."""
+        sources = [
+            (f"/{name}", self._source(name))
+            for name in ("command", "arguments", "directory", "environment", "io/stdin")
+            if self._source(name) is not None
+        ]
+        for pointer, name, hint in unprovided_names(self.parameters, sources):
+            raise _FieldError(
+                f"the template reads `{name}`, which parameters does not declare ({hint})",
+                pointer,
+            )
+        if self.result is not None:
+            for pointer, name, hint in unprovided_names(RESULT_NAMES, [("/result", self.result)]):
+                raise _FieldError(
+                    f"the result template reads `{name}`, which a result does not have ({hint})",
+                    pointer,
+                )
 
     def _source(self, field: str) -> object:
         if field == "io/stdin":
@@ -695,6 +718,28 @@ class CommandHandle(BaseModel):
         except FormError as exc:
             raise TemplateEvaluationError(exc.message, f"/result{exc.pointer}") from None
         return None if value is UNDEFINED else value
+
+
+# What a result template reads: CommandResult.to_json() and ``success``.
+RESULT_NAMES = frozenset(
+    {
+        "argv",
+        "exit_code",
+        "signal",
+        "stdout",
+        "stderr",
+        "timed_out",
+        "stdout_truncated",
+        "stderr_truncated",
+        "duration_s",
+        "stdout_replaced",
+        "stderr_replaced",
+        "stdout_bytes",
+        "stderr_bytes",
+        "binary",
+        "success",
+    }
+)
 
 
 def _succeeded_json(result_json: Mapping[str, Any], codes: list[int]) -> bool:
