@@ -38,8 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options = build_parser().parse_args(argv)
+    parser = build_parser()
+    arguments = None if argv is None else list(argv)
+    options = parser.parse_args(arguments)
     try:
+        if getattr(options, "config", None):
+            from .options import apply_config
+
+            options = apply_config(parser, arguments, options)
         code: int = options.run(options)
     except AfterRunError as exc:  # it ran; what came after failed
         print(f"command-handle: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -14,11 +14,10 @@ from ._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_REFUSED,
-    add_sandbox_flags,
     printable,
     read_json_argument,
-    sandbox_settings,
 )
+from .options import add_toolbox_flags, policy_of
 
 if TYPE_CHECKING:
     from ..executor import CommandResult, Executor, PreparedCall
@@ -48,9 +47,7 @@ def _cmd_eval(options: argparse.Namespace) -> int:
 
 
 def _policy(options: argparse.Namespace) -> Policy:
-    from ..policy import Policy
-
-    return Policy(inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options))
+    return policy_of(options)
 
 
 def _call_args(options: argparse.Namespace) -> object:
@@ -250,13 +247,7 @@ def add_handle_parsers(commands: Any) -> None:
         metavar="HASH",
         help="run only if the rendered plan still has this hash (from render); else exit 2",
     )
-    run.add_argument(
-        "--inherit-env",
-        action="append",
-        metavar="NAME",
-        help="pass this host variable to the child",
-    )
-    add_sandbox_flags(run)
+    add_toolbox_flags(run, toolbox=False)
     run.set_defaults(run=_cmd_run)
 
     render = commands.add_parser(
@@ -264,8 +255,7 @@ def add_handle_parsers(commands: Any) -> None:
     )
     render.add_argument("handle")
     render.add_argument("--args", help="the arguments: JSON text, or @file, or @- for stdin")
-    render.add_argument("--inherit-env", action="append", metavar="NAME")
-    add_sandbox_flags(render)
+    add_toolbox_flags(render, toolbox=False)
     render.set_defaults(run=_cmd_render)
 
     validate = commands.add_parser(

@@ -9,13 +9,22 @@
 - with a progress token, progress is reported while the program runs (every
   :data:`PROGRESS_INTERVAL` seconds, with its latest output line);
 - a cancelled request cancels ``Toolbox.call``, which kills the child's
-  process group (and its cgroup, when the policy has one) before returning.
+  process group (and its cgroup, when the policy has one) before returning;
+- with ``workspace_from_roots``, each call's workspace is the client's first
+  ``file://`` root (MCP roots) that is a directory on this machine; without
+  one, the Policy's own workspace stays. Roots are asked for with a server
+  request, which clients of the initialize handshake answer; protocol
+  2026-07-28 deprecates roots and has no server requests.
 """
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
+from dataclasses import replace
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import anyio
 import mcp_types as types
@@ -28,6 +37,31 @@ __all__ = ["PROGRESS_INTERVAL", "build_server"]
 
 PROGRESS_INTERVAL = 0.5  # seconds; the issue asks for at least one a second
 MAX_MESSAGE = 200  # characters of the latest output line in a progress message
+MAX_ROOT_TOOLBOXES = 16  # workspaces kept, one Toolbox (and Executor) each
+
+
+async def _root_directory(ctx: Any) -> str | None:
+    """The client's first ``file://`` root that is a directory here, or None."""
+    import mcp_types as types
+
+    session = ctx.session
+    try:
+        if not session.check_client_capability(
+            types.ClientCapabilities(roots=types.RootsCapability())
+        ):
+            return None
+        with warnings.catch_warnings():  # roots are deprecated in newer protocol versions
+            warnings.simplefilter("ignore")
+            listed = await session.list_roots()
+    except Exception:  # no back channel (protocol 2026-07-28 has no server requests): keep
+        return None  # the Policy's workspace
+    for root in listed.roots:
+        uri = urlparse(str(root.uri))
+        if uri.scheme == "file" and uri.netloc in ("", "localhost"):
+            path = os.path.realpath(unquote(uri.path))
+            if os.path.isdir(path):
+                return path
+    return None
 
 
 class _Progress:
@@ -58,23 +92,40 @@ def _wants_progress(ctx: Any) -> bool:
     return getattr(meta, "progress_token", None) is not None
 
 
-def build_server(toolbox: Toolbox, name: str = "command-handle") -> Server[Any]:
+def build_server(
+    toolbox: Toolbox, name: str = "command-handle", *, workspace_from_roots: bool = False
+) -> Server[Any]:
     """The MCP server for ``toolbox``; run it with a transport (see ``serve_stdio``)."""
     tools = [types.Tool.model_validate(d) for d in toolbox.describe("mcp")]
     structured = {tool.name for tool in toolbox if tool.output_schema is not None}
+    by_root: dict[str, Toolbox] = {}
+
+    async def toolbox_for(ctx: Any) -> Toolbox:
+        if not workspace_from_roots:
+            return toolbox
+        root = await _root_directory(ctx)
+        if root is None:
+            return toolbox
+        box = by_root.get(root)
+        if box is None:
+            if len(by_root) >= MAX_ROOT_TOOLBOXES:
+                by_root.pop(next(iter(by_root)))
+            box = by_root[root] = toolbox.with_policy(replace(toolbox.policy, workspace=root))
+        return box
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
+        box = await toolbox_for(ctx)
         if not _wants_progress(ctx):
-            result = await toolbox.call(params.name, arguments)
+            result = await box.call(params.name, arguments)
         else:
             progress = _Progress()
             async with anyio.create_task_group() as group:
                 group.start_soon(progress.report, ctx)
-                result = await toolbox.call(params.name, arguments, on_output=progress.on_output)
+                result = await box.call(params.name, arguments, on_output=progress.on_output)
                 group.cancel_scope.cancel()
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.content)]
         if params.name in structured and not result.is_error:

@@ -348,6 +348,16 @@ class Toolbox:
             skipped=skipped,
         )
 
+    def with_policy(self, policy: Policy) -> Toolbox:
+        """A Toolbox of the same tools and hooks under another Policy (an MCP
+        client's workspace, say), with its own Executor."""
+        box = Toolbox.__new__(Toolbox)
+        box.__dict__.update(self.__dict__)
+        box.policy = policy
+        box._executor = None
+        box._executor_lock = threading.Lock()
+        return box
+
     # -- the collection ----------------------------------------------------------
 
     def names(self) -> list[str]:

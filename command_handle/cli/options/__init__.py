@@ -12,24 +12,47 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from . import credentials, environment, sandbox
+from . import config, confinement, credentials, environment, limits, programs, sandbox
 from ._group import OptionGroup, Settings
+from .config import apply_config
 
 if TYPE_CHECKING:
     from ...policy import Policy
     from ...toolbox import Toolbox
 
-__all__ = ["GROUPS", "OptionGroup", "Settings", "add_toolbox_flags", "load_toolbox", "policy_of"]
+__all__ = [
+    "GROUPS",
+    "OptionGroup",
+    "Settings",
+    "add_toolbox_flags",
+    "apply_config",
+    "load_toolbox",
+    "policy_of",
+]
 
-GROUPS: tuple[OptionGroup, ...] = (sandbox, environment, credentials)
+# ``config`` first: ``--config FILE`` is read before the others (its values
+# become their defaults, see config.py).
+GROUPS: tuple[OptionGroup, ...] = (
+    config,
+    sandbox,
+    confinement,
+    environment,
+    programs,
+    limits,
+    credentials,
+)
 
 
-def add_toolbox_flags(parser: Any, *, running: bool = True) -> None:
+def add_toolbox_flags(parser: Any, *, running: bool = True, toolbox: bool = True) -> None:
     """Add every group's flags; ``running=False`` (``tools``, ``validate``) adds
-    only the groups that change which tools load, not how they run."""
+    only the groups that change which tools load, not how they run;
+    ``toolbox=False`` (``run``, one handle) leaves out the Toolbox's own."""
     for group in GROUPS:
-        if running or not getattr(group, "RUNNING_ONLY", False):
-            group.add(parser)
+        if not running and getattr(group, "RUNNING_ONLY", False):
+            continue
+        if not toolbox and getattr(group, "TOOLBOX_ONLY", False):
+            continue
+        group.add(parser)
 
 
 def _collected(options: argparse.Namespace) -> Settings:
