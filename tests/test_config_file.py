@@ -224,3 +224,19 @@ def test_mcp_takes_its_workspace_from_the_clients_roots(tmp_path: Path) -> None:
 
     assert anyio.run(main, True) == str(workspace.resolve())
     assert anyio.run(main, False) == str(ROOT)
+
+
+def _toml_blocks(page: str) -> list[str]:
+    text = (ROOT / "docs" / page).read_text()
+    return [block.split("```", 1)[0] for block in text.split("```toml\n")[1:]]
+
+
+@pytest.mark.parametrize("page", ["handles.md", "mcp.md"])
+def test_the_docs_configuration_files_are_accepted(page: str, tmp_path: Path) -> None:
+    blocks = _toml_blocks(page)
+    assert blocks
+    for number, block in enumerate(blocks):
+        config = tmp_path / f"{number}.toml"
+        config.write_text(block)
+        options = parsed("mcp", "fixtures/handles", "--config", str(config))
+        assert options.sandbox == "workspace-write" and options.workspace_from_roots is True
