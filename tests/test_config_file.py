@@ -240,3 +240,39 @@ def test_the_docs_configuration_files_are_accepted(page: str, tmp_path: Path) ->
         config.write_text(block)
         options = parsed("mcp", "fixtures/handles", "--config", str(config))
         assert options.sandbox == "workspace-write" and options.workspace_from_roots is True
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_a_config_that_is_no_regular_file_is_refused_without_waiting(
+    tmp_path: Path, kind: str
+) -> None:
+    path = {"fifo": tmp_path / "fifo", "device": Path("/dev/zero"), "directory": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "command_handle",
+            "tools",
+            "fixtures/handles",
+            "--config",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+    )
+    assert done.returncode == 2 and "--config" in done.stderr and done.stdout == ""
+
+
+def test_a_file_for_running_serves_the_commands_that_only_list(tmp_path: Path) -> None:
+    """``tools`` takes no sandbox or credential flags; the same file serves it."""
+    config = tmp_path / "settings.toml"
+    config.write_text(
+        '[policy]\nsandbox = "read-only"\ntimeout = 3\n\n[credentials]\nbilling = "KEY"\n'
+    )
+    done = cli("tools", "fixtures/handles", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ...errors import CommandHandleError
@@ -32,6 +32,7 @@ from ._group import Settings
 
 __all__ = ["ConfigValueError", "add", "apply_config", "declare", "settings"]
 
+MAX_CONFIG_BYTES = 1 << 20
 # Tables a command declares for its own options (``[mcp]``): "table.key" -> dest.
 _COMMAND_KEYS: dict[str, str] = {}
 
@@ -136,10 +137,19 @@ def _groups() -> list[Any]:
 
 
 def _read(path: str) -> tuple[str, dict[str, Any]]:
+    import stat
     import tomllib
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a FIFO does not wait for a writer; it is refused below.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(descriptor, "rb") as file:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                raise UsageError(f"--config: {path} is not a regular file")
+            if info.st_size > MAX_CONFIG_BYTES:
+                raise UsageError(f"--config: {path} is larger than {MAX_CONFIG_BYTES} bytes")
+            text = file.read(MAX_CONFIG_BYTES + 1).decode("utf-8")
     except OSError as exc:
         raise UsageError(f"--config: cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
@@ -236,8 +246,10 @@ def apply_config(
         if isinstance(value, _FromFile):
             kept = value[value.given :] if len(value) > value.given else list(value)
             setattr(again, dest, kept)
-    # Options only the file sets (a group's own table) reach the groups too.
+    # Settings only the file can give (no command has a flag for them) reach the
+    # groups too; a flag's value stays off a command that lacks the flag.
+    flags = _actions(parser)
     for dest, value in values.items():
-        if not hasattr(again, dest):
+        if dest not in flags and not hasattr(again, dest):
             setattr(again, dest, value)
     return again
