@@ -389,3 +389,17 @@ def test_the_sh_c_warning_is_about_a_real_injection(tmp_path: Path) -> None:
 def test_a_clean_handle_has_no_warning() -> None:
     done = validate("--strict", "fixtures/handles/word-count.json")
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_validate_warns_about_options_written_after_the_end_of_options(tmp_path: Path) -> None:
+    document = handle_doc(
+        name="late",
+        command="/bin/ls",
+        arguments={"$encode": "args", "--": {"$": "name"}, "--all": True},
+    )
+    write(tmp_path / "late.json", document)
+    done = validate(str(tmp_path))
+    assert "late: /arguments/--all: `--all` is written after `--`" in done.stderr
+    # and it is true: ls reads it as a file name
+    toolbox = Toolbox.load(tmp_path)
+    assert "--all" in toolbox.call_sync("late", {"name": "x"}).content

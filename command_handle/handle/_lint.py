@@ -9,7 +9,7 @@ into failures):
 - model data reaches an interpreter's code string (``sh -c``, ``python -c``,
   ``node -e``...), where a value such as ``hi; id`` is code;
 - ``--`` given to a program that prints it instead of ending its options
-  (``echo``);
+  (``echo``), or written before options the template means as options;
 - a parameter whose name says it is a path, without a ``paths`` rule.
 """
 
@@ -63,6 +63,7 @@ CODE_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 # Programs that print ``--`` rather than take it as the end of their options.
 NO_END_OF_OPTIONS = frozenset({"echo"})
+_LITERAL_OPTION = re.compile(r"^--?[A-Za-z][A-Za-z0-9-]*=?$")
 _PATH_NAME = re.compile(
     r"(?:^|_)(?:path|paths|file|files|filename|filenames|filepath|dir|dirs|directory|"
     r"directories|folder|folders)(?:$|_)",
@@ -127,6 +128,30 @@ def _double_dashes(node: object, pointer: str) -> list[str]:
     return found
 
 
+def _options_after_end(node: object, pointer: str) -> list[tuple[str, str]]:
+    """``(pointer, option)`` for each option the template writes after its own
+    ``--``, which the program then reads as an operand."""
+    found: list[tuple[str, str]] = []
+    if isinstance(node, list):
+        ended = False
+        for index, item in enumerate(node):
+            if item == "--":
+                ended = True
+            elif ended and isinstance(item, str) and _LITERAL_OPTION.match(item):
+                found.append((f"{pointer}/{index}", item))
+            found.extend(_options_after_end(item, f"{pointer}/{index}"))
+    elif isinstance(node, dict):
+        ended = False
+        for key, value in node.items():
+            here = f"{pointer}/{json_pointer_token(key)}"
+            if key == "--":
+                ended = True
+            elif ended and _LITERAL_OPTION.match(key):
+                found.append((here, key))
+            found.extend(_options_after_end(value, here))
+    return found
+
+
 def _program_problem(command: str) -> str | None:
     if "/" not in command:
         if shutil.which(command) is None:
@@ -174,6 +199,16 @@ def lint(handle: CommandHandle) -> list[LintWarning]:
                         "begin like an option",
                     )
                 )
+    if handle.arguments is not None:
+        for pointer, option in _options_after_end(handle.arguments, "/arguments"):
+            warnings.append(
+                LintWarning(
+                    pointer,
+                    f"`{option}` is written after `--`, so the program reads it as an operand, "
+                    "not an option",
+                    "move the `--` after the options, right before the values from the model",
+                )
+            )
     properties = handle.parameters.get("properties")
     kept = set(handle.paths)
     if handle.directory_within is not None and handle.directory is not None:
