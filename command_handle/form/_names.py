@@ -63,6 +63,8 @@ def read_names(source: object, pointer: str = "") -> tuple[list[tuple[str, str]]
     while pending:
         node, where = pending.pop()
         if isinstance(node, str):
+            if "{{" not in node:
+                continue  # literal text (the common case): nothing to parse
             try:
                 parts = parse_string_template(node, where)
             except FormError:
