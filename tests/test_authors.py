@@ -403,3 +403,12 @@ def test_validate_warns_about_options_written_after_the_end_of_options(tmp_path:
     # and it is true: ls reads it as a file name
     toolbox = Toolbox.load(tmp_path)
     assert "--all" in toolbox.call_sync("late", {"name": "x"}).content
+
+
+def test_a_utcp_refusal_names_its_parameter_once(tmp_path: Path) -> None:
+    toolbox = Toolbox.load(ROOT / "fixtures" / "utcp" / "protocol-echo-chain.json")
+    (name,) = toolbox.names()
+    nul = toolbox.call_sync(name, {"message": "a\x00b"})
+    assert nul.is_error and "`message` the value contains a NUL character" in nul.content
+    big = toolbox.call_sync(name, {"message": "x" * 3_000_000})
+    assert big.is_error and "- `message` is 3000000 bytes;" in big.content

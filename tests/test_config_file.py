@@ -231,7 +231,7 @@ def _toml_blocks(page: str) -> list[str]:
     return [block.split("```", 1)[0] for block in text.split("```toml\n")[1:]]
 
 
-@pytest.mark.parametrize("page", ["handles.md", "mcp.md"])
+@pytest.mark.parametrize("page", ["handles.md", "mcp.md", "sandbox.md"])
 def test_the_docs_configuration_files_are_accepted(page: str, tmp_path: Path) -> None:
     blocks = _toml_blocks(page)
     assert blocks

@@ -114,6 +114,8 @@ def _violation(violation: Violation) -> list[str]:
     if violation.keyword in ("option", "path"):
         return [f"`{parent}` {violation.message}" if parent else violation.message]
     subject = f"`{parent}`" if parent else "the arguments"
+    if parent and violation.message.startswith(subject):
+        return [violation.message]  # it names the parameter itself (a UTCP size refusal)
     return [f"{subject} {violation.message}"]
 
 
