@@ -135,7 +135,9 @@ def test_policy_flags_reach_the_call(tmp_path: Path) -> None:
         ("[policy]\ndeny_read = [1]\n", ":2: [policy] deny_read: must be a list of strings"),
         ("# c\n[polcy]\ntimeout = 5\n", ":2: unknown table [polcy]"),
         ("[credentials]\ngithub = 3\n", ":2: [credentials] github: must be a host variable"),
+        ('[credentials]\n"a.b" = "V"\n', "[credentials] a.b: a Security Object's name has no"),
         ("[policy\n", "not valid TOML"),
+        ("x = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply to read"),
     ],
 )
 def test_a_mistake_in_the_file_names_its_line_and_nothing_runs(
@@ -224,6 +226,18 @@ def test_mcp_takes_its_workspace_from_the_clients_roots(tmp_path: Path) -> None:
 
     assert anyio.run(main, True) == str(workspace.resolve())
     assert anyio.run(main, False) == str(ROOT)
+    # A configured workspace bounds the client's root: inside it, the root is taken;
+    # outside it, the configured workspace stays.
+    config.write_text(
+        f"[policy]\nworkspace = {str(tmp_path)!r}\n\n[mcp]\nworkspace_from_roots = true\n"
+    )
+    assert anyio.run(main, True) == str(workspace.resolve())
+    elsewhere = tmp_path / "projects"
+    elsewhere.mkdir()
+    config.write_text(
+        f"[policy]\nworkspace = {str(elsewhere)!r}\n\n[mcp]\nworkspace_from_roots = true\n"
+    )
+    assert anyio.run(main, True) == str(elsewhere)
 
 
 def _toml_blocks(page: str) -> list[str]:

@@ -11,8 +11,9 @@
 - a cancelled request cancels ``Toolbox.call``, which kills the child's
   process group (and its cgroup, when the policy has one) before returning;
 - with ``workspace_from_roots``, each call's workspace is the client's first
-  ``file://`` root (MCP roots) that is a directory on this machine; without
-  one, the Policy's own workspace stays. Roots are asked for with a server
+  ``file://`` root (MCP roots) that is a directory on this machine, and inside
+  the Policy's workspace when it has one (the client narrows it, never
+  widens it); without one, the Policy's own workspace stays. Roots are asked for with a server
   request, which clients of the initialize handshake answer; protocol
   2026-07-28 deprecates roots and has no server requests.
 """
@@ -40,8 +41,16 @@ MAX_MESSAGE = 200  # characters of the latest output line in a progress message
 MAX_ROOT_TOOLBOXES = 16  # workspaces kept, one Toolbox (and Executor) each
 
 
-async def _root_directory(ctx: Any) -> str | None:
-    """The client's first ``file://`` root that is a directory here, or None."""
+def _inside(path: str, parent: str | None) -> bool:
+    if parent is None:
+        return True
+    parent = os.path.realpath(parent)
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+async def _root_directory(ctx: Any, within: str | None) -> str | None:
+    """The client's first ``file://`` root that is a directory here (inside
+    ``within``, the configured workspace, when there is one), or None."""
     import mcp_types as types
 
     session = ctx.session
@@ -59,7 +68,7 @@ async def _root_directory(ctx: Any) -> str | None:
         uri = urlparse(str(root.uri))
         if uri.scheme == "file" and uri.netloc in ("", "localhost"):
             path = os.path.realpath(unquote(uri.path))
-            if os.path.isdir(path):
+            if os.path.isdir(path) and _inside(path, within):
                 return path
     return None
 
@@ -103,7 +112,7 @@ def build_server(
     async def toolbox_for(ctx: Any) -> Toolbox:
         if not workspace_from_roots:
             return toolbox
-        root = await _root_directory(ctx)
+        root = await _root_directory(ctx, toolbox.policy.workspace)
         if root is None:
             return toolbox
         box = by_root.get(root)

@@ -158,6 +158,8 @@ def _read(path: str) -> tuple[str, dict[str, Any]]:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise UsageError(f"{path}: nested too deeply to read") from None
 
 
 def _values(path: str, parser: argparse.ArgumentParser) -> dict[str, object]:

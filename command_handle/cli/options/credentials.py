@@ -21,12 +21,16 @@ def config_values(table: dict[str, Any]) -> dict[str, object]:
 
     given: list[str] = []
     for name, value in table.items():
+        if "." in name or "=" in name:
+            raise ConfigValueError(name, "a Security Object's name has no '.' or '='")
         if isinstance(value, str):
             given.append(f"{name}={value}")
             continue
         if not isinstance(value, dict):
             raise ConfigValueError(name, "must be a host variable's name, or a table of them")
         for field, variable in value.items():
+            if "." in field or "=" in field:
+                raise ConfigValueError(f"{name}.{field}", "a field's name has no '.' or '='")
             if not isinstance(variable, str):
                 raise ConfigValueError(f"{name}.{field}", "must be a host variable's name")
             given.append(f"{name}.{field}={variable}")
