@@ -205,7 +205,8 @@ def test_mcp_takes_its_workspace_from_the_clients_roots(tmp_path: Path) -> None:
     config.write_text("[mcp]\nworkspace_from_roots = true\n")
 
     async def roots(context: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=workspace.as_uri(), name="project")])
+        root = types.Root.model_validate({"uri": workspace.as_uri(), "name": "project"})
+        return types.ListRootsResult(roots=[root])
 
     async def main(with_roots: bool) -> str:
         params = StdioServerParameters(
