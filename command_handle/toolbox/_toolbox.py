@@ -701,7 +701,7 @@ class Toolbox:
         )
         allowed = yield _Ask(partial(self._approve, request))
         if not allowed:
-            reason = allowed.reason.strip() if isinstance(allowed, Denied) else ""
+            reason = str(allowed.reason).strip() if isinstance(allowed, Denied) else ""
             if reason:
                 reason = redact(reason, call.secrets)
                 raise _Refusal(
