@@ -291,3 +291,13 @@ def test_a_file_for_running_serves_the_commands_that_only_list(tmp_path: Path) -
     done = cli("tools", "fixtures/handles", "--config", str(config))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)
+
+
+def test_a_switch_the_file_turns_on_a_flag_turns_off(tmp_path: Path) -> None:
+    config = tmp_path / "settings.toml"
+    config.write_text('[policy]\nsandbox = "read-only"\nnetwork = true\ncgroup_per_call = true\n')
+    base = ("call", "fixtures/handles", "--tool", "t", "--config", str(config))
+    on = policy_of(parsed(*base))
+    assert on.network is True and on.cgroup_per_call is True
+    off = policy_of(parsed(*base, "--no-network", "--no-cgroup-per-call"))
+    assert off.network is False and off.cgroup_per_call is False
