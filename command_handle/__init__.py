@@ -52,11 +52,12 @@ if TYPE_CHECKING:
     )
     from .handle import CommandHandle, Invocation, IoSpec
     from .policy import DANGEROUS_ENVIRONMENT, Policy
-    from .toolbox import ApprovalRequest, AuditEvent, Toolbox, ToolResult
+    from .toolbox import ApprovalRequest, AuditEvent, Denied, Toolbox, ToolResult
 
 __all__ = [
     "DANGEROUS_ENVIRONMENT",
     "ApprovalRequest",
+    "Denied",
     "AuditEvent",
     "ToolResult",
     "Toolbox",
@@ -128,7 +129,9 @@ _HOME = {
     ),
     **dict.fromkeys(("CommandHandle", "Invocation", "IoSpec"), "handle"),
     **dict.fromkeys(("DANGEROUS_ENVIRONMENT", "Policy"), "policy"),
-    **dict.fromkeys(("Toolbox", "ToolResult", "ApprovalRequest", "AuditEvent"), "toolbox"),
+    **dict.fromkeys(
+        ("Toolbox", "ToolResult", "ApprovalRequest", "AuditEvent", "Denied"), "toolbox"
+    ),
 }
 
 

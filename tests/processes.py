@@ -29,8 +29,17 @@ def probe_handle(**fields: Any) -> CommandHandle:
         "arguments": {"$use": [PROBE, {"$spread": {"$": "words"}}]},
         "parameters": {"type": "object"},
     }
+    words_without_template(document, fields)
     document.update(fields)
     return CommandHandle.load(document)
+
+
+def words_without_template(document: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Given parameters that declare no ``words``, the probe gets no words: a
+    template reading an undeclared name is a load error."""
+    declared = fields.get("parameters", {}).get("properties")
+    if "arguments" not in fields and declared is not None and "words" not in declared:
+        document["arguments"] = [PROBE]
 
 
 def python_handle(code: str, **fields: Any) -> CommandHandle:

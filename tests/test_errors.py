@@ -35,6 +35,8 @@ CONTROL_FLOW = {
     # a Toolbox call's refusal inside its flow: the flow's one boundary turns it
     # into an is_error result (tests/test_toolbox.py, test_one_run_path.py).
     "command_handle.toolbox._toolbox._Refusal",
+    # a schema that may hold any name ends the search for the names it declares.
+    "command_handle.handle._names._Any",
     # OSErrors a launch raises inside the executor, which turns each into the
     # caller's refusal in one place (_process.refusal): a spawner that could not
     # confine itself is a SandboxError, a child killed because it could not be

@@ -465,7 +465,7 @@ def test_without_a_useful_error_subcommand_the_default_message_stands(tmp_path: 
     absent = bash_tool(tmp_path / "b", schema("absent"), run="echo out; exit 4")
     failing = bash_tool(tmp_path / "c", schema("failing"), run="exit 4", error="echo nope; exit 1")
     toolbox = Toolbox.load(silent, absent, failing, allow_bash_tools=True)
-    default = "The command failed with exit code 4."
+    default = "The command ran and reported failure: exit code 4."
     expected = {"silent": f"out\n\n{default}", "absent": f"out\n\n{default}", "failing": default}
     for name, content in expected.items():
         result = toolbox.call_sync(name, {})
@@ -725,3 +725,29 @@ def test_the_config_s_timeout_bounds_the_schema_run_too(tmp_path: Path) -> None:
         Toolbox.load(tmp_path / "app.json", policy=Policy(timeout=60, kill_grace=0.2))
     assert time.monotonic() - started < 10
     assert subprocess.run(["pgrep", "-f", f"{CANARY}-schema"], capture_output=True).stdout == b""
+
+
+# -- a bash tool whose program outlives its call (the session extension) ---------
+
+
+def test_a_bash_tool_with_a_session_outlives_its_call_and_is_stopped(tmp_path: Path) -> None:
+    document = schema("watcher", session={"ready": "watching", "yield_after": 10})
+    path = bash_tool(tmp_path, document, run='echo "watching $*"; exec sleep 300')
+    with Toolbox.load(path, allow_bash_tools=True) as toolbox:
+        assert "process_read" in toolbox
+        started = toolbox.call_sync("watcher", {})
+        assert not started.is_error, started.content
+        process_id = structured(started)["process_id"]
+        assert structured(started)["running"] is True and "watching" in started.content
+        pid = next(p.pid for p in toolbox.executor.processes() if p.id == process_id)
+        assert os.path.exists(f"/proc/{pid}")
+        stopped = toolbox.stop_process_sync(process_id)
+        assert not stopped.is_error and structured(stopped)["running"] is False
+    assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_a_bash_tool_s_bad_session_is_a_load_error_with_its_pointer(tmp_path: Path) -> None:
+    path = bash_tool(tmp_path, schema("watcher", session={"ready": "(", "yield_after": 1}))
+    with pytest.raises(ToolLoadError) as refused:
+        Toolbox.load(path, allow_bash_tools=True)
+    assert refused.value.pointer == "/session/ready" and str(path) in str(refused.value)

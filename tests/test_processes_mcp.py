@@ -256,7 +256,7 @@ def test_server_shutdown_ends_every_process(tools: Path, how: str) -> None:
 
 def test_command_line_limits_and_terminal(tools: Path) -> None:
     tag = unique("mcp-flags")
-    flags = ("--max-processes-per-client", "1", "--term", "vt100", "--terminal-size", "90x20")
+    flags = ("--max-sessions-per-client", "1", "--term", "vt100", "--terminal-size", "90x20")
 
     async def main() -> tuple[str, str]:
         async with stdio(tools, *flags) as client:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import base64
 import signal
 import sys
@@ -138,9 +139,10 @@ def add_sandbox_flags(parser: Any) -> None:
     )
     parser.add_argument(
         "--network",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="allow TCP connect and bind in a sandbox (off by default when sandboxed)",
+        help="allow TCP connect and bind in a sandbox (off by default when sandboxed; "
+        "--no-network overrides a configuration file)",
     )
 
 

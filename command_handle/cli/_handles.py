@@ -14,12 +14,10 @@ from ._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_REFUSED,
-    add_sandbox_flags,
     printable,
     read_json_argument,
-    sandbox_settings,
 )
-from .options import add_toolbox_flags
+from .options import add_toolbox_flags, policy_of
 
 if TYPE_CHECKING:
     from ..executor import CommandResult, Executor, PreparedCall
@@ -49,9 +47,7 @@ def _cmd_eval(options: argparse.Namespace) -> int:
 
 
 def _policy(options: argparse.Namespace) -> Policy:
-    from ..policy import Policy
-
-    return Policy(inherit_environment=tuple(options.inherit_env or ()), **sandbox_settings(options))
+    return policy_of(options)
 
 
 def _call_args(options: argparse.Namespace) -> object:
@@ -120,10 +116,11 @@ def _cmd_run(options: argparse.Namespace) -> int:
             return 128 + (result.signal or 0)
         return result.exit_code
     shown: dict[str, Any] = result.to_json()
+    failed = not handle.succeeded(result)
     if handle.has_result_template:
-        shown["view"] = result.view
+        failed, shown["view"] = handle.outcome(result.to_json())
     print(_json.stringify(printable(shown), indent=2))
-    return EXIT_OK if result.ok else EXIT_FAILED
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 async def _planned(
@@ -153,9 +150,11 @@ def _cmd_render(options: argparse.Namespace) -> int:
 
 
 def _cmd_validate(options: argparse.Namespace) -> int:
-    """Each file named, and every tool file in each folder named: one line each.
-    A folder with no tool is an error; its other files are listed, with why."""
+    """Each file named, and every tool file in each folder named: one line each,
+    then its warnings (``--strict``: a warning fails the file). A folder with
+    no tool is an error; its other files are listed, with why."""
     from ..errors import HandleError
+    from ..handle import lint
     from ..toolbox import ToolLoadError, is_shortcut, load_tools, tool_files
     from .options import load_settings
 
@@ -192,8 +191,22 @@ def _cmd_validate(options: argparse.Namespace) -> int:
                 )
                 status = EXIT_REFUSED
             names.update({t.name: str(path) for t in tools if t.name not in names})
+            warnings = [
+                (tool.name, warning)
+                for tool in tools
+                if tool.handle is not None and tool.bash_tool is None
+                for warning in lint(tool.handle)
+            ]
             if not clashes:
-                print(f"{path}: ok ({', '.join(t.name for t in tools) or 'no CLI tools'})")
+                listed = ", ".join(t.name for t in tools) or "no CLI tools"
+                verdict = "ok" if not warnings else f"ok with {len(warnings)} warning(s)"
+                if warnings and options.strict:
+                    verdict = f"failed: {len(warnings)} warning(s) with --strict"
+                print(f"{path}: {verdict} ({listed})")
+            for tool_name, warning in warnings:
+                print(f"{path}: warning: {tool_name}: {warning}", file=sys.stderr)
+            if warnings and options.strict:
+                status = EXIT_REFUSED
             for note in notes:
                 print(f"skipped: {note}", file=sys.stderr)
         for note in others:
@@ -257,13 +270,7 @@ def add_handle_parsers(commands: Any) -> None:
         metavar="HASH",
         help="run only if the rendered plan still has this hash (from render); else exit 2",
     )
-    run.add_argument(
-        "--inherit-env",
-        action="append",
-        metavar="NAME",
-        help="pass this host variable to the child",
-    )
-    add_sandbox_flags(run)
+    add_toolbox_flags(run, toolbox=False)
     run.set_defaults(run=_cmd_run)
 
     render = commands.add_parser(
@@ -271,8 +278,7 @@ def add_handle_parsers(commands: Any) -> None:
     )
     render.add_argument("handle")
     render.add_argument("--args", help="the arguments: JSON text, or @file, or @- for stdin")
-    render.add_argument("--inherit-env", action="append", metavar="NAME")
-    add_sandbox_flags(render)
+    add_toolbox_flags(render, toolbox=False)
     render.set_defaults(run=_cmd_render)
 
     validate = commands.add_parser(
@@ -280,6 +286,9 @@ def add_handle_parsers(commands: Any) -> None:
     )
     validate.add_argument("handles", nargs="+", metavar="PATH")
     add_toolbox_flags(validate, running=False)
+    validate.add_argument(
+        "--strict", action="store_true", help="a warning fails the file (exit code 2)"
+    )
     validate.set_defaults(run=_cmd_validate)
 
     schema = commands.add_parser(

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._common import EXIT_OK, EXIT_REFUSED, UsageError
 from .options import add_toolbox_flags, load_toolbox
+from .options.config import declare
 
 __all__ = ["add_mcp_parser"]
 
@@ -51,6 +52,7 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
         bearer_token=token,
         backend=options.backend,
         stateless=options.stateless,
+        workspace_from_roots=options.workspace_from_roots,
     )
     return EXIT_OK
 
@@ -85,5 +87,29 @@ def add_mcp_parser(commands: Any) -> None:
         default="asyncio",
         help="stdio: the event loop (HTTP runs on asyncio)",
     )
+    mcp.add_argument(
+        "--workspace-from-roots",
+        action="store_true",
+        help="each call's workspace is the client's first file:// root (MCP roots), when "
+        "it gives one; else --workspace",
+    )
     add_toolbox_flags(mcp)
     mcp.set_defaults(run=_cmd_mcp)
+
+
+# ``[mcp]`` in a --config file: the server's own options.
+declare(
+    {
+        f"mcp.{key}": key
+        for key in (
+            "transport",
+            "host",
+            "port",
+            "allow_remote",
+            "stateless",
+            "bearer_token_env",
+            "backend",
+            "workspace_from_roots",
+        )
+    }
+)

@@ -58,7 +58,9 @@ def _cmd_call(options: argparse.Namespace) -> int:
         return EXIT_REFUSED
     result = run_interruptibly(lambda: toolbox.call(options.tool, args))
     print(_json.stringify(result.to_json(), indent=2))
-    return EXIT_FAILED if result.is_error else EXIT_OK
+    if not result.is_error:
+        return EXIT_OK
+    return EXIT_FAILED if result.result is not None else EXIT_REFUSED  # ran, or refused
 
 
 def add_tools_parsers(commands: Any) -> None:

@@ -17,6 +17,7 @@ from ._errors import (
 from ._escape import escape
 from ._include import IncludeResolver
 from ._limits import Limits
+from ._names import read_names
 from ._registry import Encoding, Registry, Transform
 from ._template import Template, compile_template, evaluate, load_template
 from ._values import UNDEFINED, EncodedBytes, EncodedStr, Headers, UndefinedType, headers_of
@@ -45,4 +46,5 @@ __all__ = [
     "evaluate",
     "headers_of",
     "load_template",
+    "read_names",
 ]

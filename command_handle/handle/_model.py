@@ -54,6 +54,7 @@ from ..policy import (
     resolve_directory,
     resolve_environment,
 )
+from ._names import unprovided_names
 from ._options import allowed_values, check_option_like, refusal_from_encoding
 from ._shown import shown_fields
 from ._templates import compile_shared
@@ -158,6 +159,12 @@ class CommandHandle(BaseModel):
     timeout: float | None = Field(default=None, gt=0, description="seconds; the policy caps it")
     max_output: int | None = Field(default=None, gt=0, description="bytes kept per stream")
     result: Any = Field(default=None, description="Tool Form over the execution result")
+    success_exit_codes: list[int] = Field(
+        default_factory=lambda: [0],
+        min_length=1,
+        description="the exit codes that mean the program succeeded (grep: [0, 1]); any "
+        "other exit, a signal or a timeout is a failure",
+    )
     paths: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description='parameters that are paths kept inside a root: {"file": {"within": '
@@ -230,12 +237,19 @@ class CommandHandle(BaseModel):
             raise _FieldError("a Command Handle needs a command", "/command")
         self._check_path_rules()
         self._check_options_allowed()
+        for index, code in enumerate(self.success_exit_codes):
+            if not 0 <= code <= 255:
+                raise _FieldError(
+                    "an exit code is between 0 and 255", f"/success_exit_codes/{index}"
+                )
         _check_security(self.security)
         if self.output_schema is not None:
             _check_output_schema(self.output_schema, _jsonschema.load())
         _check_annotations(self.annotations)
+        templates = self._compile_templates()
+        self._check_names()
         self._compiled = _Compiled(
-            templates=self._compile_templates(),
+            templates=templates,
             validator=validator,
             credential_fields=frozenset(
                 name
@@ -313,6 +327,26 @@ class CommandHandle(BaseModel):
         if self.io is not None and self.io.stdin is not None:
             templates["io/stdin"] = _compile(self.io.stdin, "/io/stdin", "io/stdin")
         return templates
+
+    def _check_names(self) -> None:
+        """A template that reads a name its input cannot hold is a load error: the
+        argument templates against ``parameters``, ``result`` against the run."""
+        sources = [
+            (f"/{name}", self._source(name))
+            for name in ("command", "arguments", "directory", "environment", "io/stdin")
+            if self._source(name) is not None
+        ]
+        for pointer, name, hint in unprovided_names(self.parameters, sources):
+            raise _FieldError(
+                f"the template reads `{name}`, which parameters does not declare ({hint})",
+                pointer,
+            )
+        if self.result is not None:
+            for pointer, name, hint in unprovided_names(RESULT_NAMES, [("/result", self.result)]):
+                raise _FieldError(
+                    f"the result template reads `{name}`, which a result does not have ({hint})",
+                    pointer,
+                )
 
     def _source(self, field: str) -> object:
         if field == "io/stdin":
@@ -693,17 +727,73 @@ class CommandHandle(BaseModel):
     def has_result_template(self) -> bool:
         return self.result is not None
 
+    def succeeded(self, result: CommandResult) -> bool:
+        """Whether the run succeeded: it exited (no signal, no timeout) with one of
+        ``success_exit_codes``."""
+        return (
+            not result.timed_out
+            and result.signal is None
+            and result.exit_code in self.success_exit_codes
+        )
+
+    def outcome(self, result_json: dict[str, Any]) -> tuple[bool, object]:
+        """``(is_error, value)`` of the ``result`` template over the result. The
+        template reads the result's JSON and ``success``; when its value is an
+        object with a boolean ``is_error``, that decides, and the key is taken out
+        of what is shown. Otherwise a call is an error when it did not succeed."""
+        value = self.shape_result(result_json)
+        success = _succeeded_json(result_json, self.success_exit_codes)
+        if isinstance(value, dict) and isinstance(value.get("is_error"), bool):
+            value = dict(value)
+            return value.pop("is_error"), value
+        return not success, value
+
     def shape_result(self, result_json: dict[str, Any]) -> object:
-        """What the model sees: the ``result`` template over the result, or None
-        when the handle has none (the result itself is then what there is)."""
+        """What the model sees: the ``result`` template over the result (with
+        ``success``, the run judged by ``success_exit_codes``), or None when the
+        handle has none (the result itself is then what there is)."""
         template = _compiled_of(self).templates.get("result")
         if template is None:
             return None
+        result_json = {
+            **result_json,
+            "success": _succeeded_json(result_json, self.success_exit_codes),
+        }
         try:
             value = template.evaluate(result_json)
         except FormError as exc:
             raise TemplateEvaluationError(exc.message, f"/result{exc.pointer}") from None
         return None if value is UNDEFINED else value
+
+
+# What a result template reads: CommandResult.to_json() and ``success``.
+RESULT_NAMES = frozenset(
+    {
+        "argv",
+        "exit_code",
+        "signal",
+        "stdout",
+        "stderr",
+        "timed_out",
+        "stdout_truncated",
+        "stderr_truncated",
+        "duration_s",
+        "stdout_replaced",
+        "stderr_replaced",
+        "stdout_bytes",
+        "stderr_bytes",
+        "binary",
+        "success",
+    }
+)
+
+
+def _succeeded_json(result_json: Mapping[str, Any], codes: list[int]) -> bool:
+    return (
+        not result_json.get("timed_out")
+        and result_json.get("signal") is None
+        and result_json.get("exit_code") in codes
+    )
 
 
 def _compiled_of(handle: CommandHandle) -> _Compiled:

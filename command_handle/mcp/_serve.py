@@ -16,6 +16,7 @@ import ipaddress
 import os
 import signal
 from collections.abc import Awaitable, Callable, MutableMapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -55,11 +56,11 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
             return
 
 
-async def serve_stdio(toolbox: Toolbox) -> None:
+async def serve_stdio(toolbox: Toolbox, *, workspace_from_roots: bool = False) -> None:
     """Serve ``toolbox`` over this process's stdin and stdout until the client
     closes stdin and every request it sent is answered, or a signal arrives
     (trio or asyncio)."""
-    server = build_server(toolbox)
+    server = build_server(toolbox, workspace_from_roots=workspace_from_roots)
     wire = StdioWire()
     try:
         serving = anyio.CancelScope()
@@ -181,6 +182,7 @@ def http_app(
     *,
     port: int | None = None,
     stateless: bool = False,
+    workspace_from_roots: bool = False,
 ) -> Any:
     """The ASGI app serving ``toolbox`` at ``/mcp``.
 
@@ -193,7 +195,7 @@ def http_app(
     call to match. On a loopback ``host`` it answers only requests whose
     ``Host`` (and ``Origin``) name ``host:port`` (:func:`transport_security`);
     pass the ``port`` it is served on."""
-    server = build_server(toolbox)
+    server = build_server(toolbox, workspace_from_roots=workspace_from_roots)
     app: Any = server.streamable_http_app(
         stateless_http=stateless, host=host, transport_security=transport_security(host, port)
     )
@@ -209,6 +211,7 @@ def serve_http(
     allow_remote: bool = False,
     bearer_token: str | None = None,
     stateless: bool = False,
+    workspace_from_roots: bool = False,
 ) -> None:
     """Serve ``toolbox`` over streamable HTTP until SIGTERM or SIGINT (asyncio,
     uvicorn), with sessions unless ``stateless`` (:func:`http_app`). A host
@@ -223,7 +226,14 @@ def serve_http(
 
     server_class = _uvicorn_server()
     config = uvicorn.Config(
-        http_app(toolbox, host, bearer_token, port=port, stateless=stateless),
+        http_app(
+            toolbox,
+            host,
+            bearer_token,
+            port=port,
+            stateless=stateless,
+            workspace_from_roots=workspace_from_roots,
+        ),
         host=host,
         port=port,
         log_level=os.environ.get("COMMAND_HANDLE_HTTP_LOG", "warning"),
@@ -246,11 +256,13 @@ def serve(
     bearer_token: str | None = None,
     backend: str = "asyncio",
     stateless: bool = False,
+    workspace_from_roots: bool = False,
 ) -> None:
     """Serve ``toolbox`` until the client goes away or a signal arrives: what
     ``command-handle mcp`` runs. ``transport`` is ``"stdio"`` (on ``backend``,
     ``"asyncio"`` or ``"trio"``) or ``"http"`` (streamable HTTP, with sessions
-    unless ``stateless``)."""
+    unless ``stateless``). With ``workspace_from_roots``, a call's workspace
+    is the client's first ``file://`` root (MCP roots)."""
     if transport == "http":
         serve_http(
             toolbox,
@@ -259,9 +271,13 @@ def serve(
             allow_remote=allow_remote,
             bearer_token=bearer_token,
             stateless=stateless,
+            workspace_from_roots=workspace_from_roots,
         )
     elif transport == "stdio":
         plug_closed_stdin()
-        anyio.run(serve_stdio, toolbox, backend=backend)
+        anyio.run(
+            partial(serve_stdio, toolbox, workspace_from_roots=workspace_from_roots),
+            backend=backend,
+        )
     else:
         raise ServeError(f'transport must be "stdio" or "http", not {transport!r}')

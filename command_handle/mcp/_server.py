@@ -16,12 +16,22 @@
   stateless server) cannot be told from another client's, so those share one
   owner: the server's session-less clients. The process tools reach only the
   caller's own.
+- with ``workspace_from_roots``, each call's workspace is the client's first
+  ``file://`` root (MCP roots) that is a directory on this machine, and inside
+  the Policy's workspace when it has one (the client narrows it, never
+  widens it); without one, the Policy's own workspace stays. Roots are asked for with a server
+  request, which clients of the initialize handshake answer; protocol
+  2026-07-28 deprecates roots and has no server requests.
 """
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
+from dataclasses import replace
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import anyio
 import mcp_types as types
@@ -36,6 +46,39 @@ PROGRESS_INTERVAL = 0.5  # seconds; the issue asks for at least one a second
 STDIO_CLIENT = ("mcp", "stdio")  # the owner of the processes of a stdio server's one client
 HTTP_CLIENTS = ("mcp", "http")  # of an HTTP server's requests that carry no session
 MAX_MESSAGE = 200  # characters of the latest output line in a progress message
+MAX_ROOT_TOOLBOXES = 16  # workspaces kept, one Toolbox (and Executor) each
+
+
+def _inside(path: str, parent: str | None) -> bool:
+    if parent is None:
+        return True
+    parent = os.path.realpath(parent)
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+async def _root_directory(ctx: Any, within: str | None) -> str | None:
+    """The client's first ``file://`` root that is a directory here (inside
+    ``within``, the configured workspace, when there is one), or None."""
+    import mcp_types as types
+
+    session = ctx.session
+    try:
+        if not session.check_client_capability(
+            types.ClientCapabilities(roots=types.RootsCapability())
+        ):
+            return None
+        with warnings.catch_warnings():  # roots are deprecated in newer protocol versions
+            warnings.simplefilter("ignore")
+            listed = await session.list_roots()
+    except Exception:  # no back channel (protocol 2026-07-28 has no server requests): keep
+        return None  # the Policy's workspace
+    for root in listed.roots:
+        uri = urlparse(str(root.uri))
+        if uri.scheme == "file" and uri.netloc in ("", "localhost"):
+            path = os.path.realpath(unquote(uri.path))
+            if os.path.isdir(path) and _inside(path, within):
+                return path
+    return None
 
 
 class _Progress:
@@ -77,10 +120,29 @@ def session_owner(ctx: Any) -> object:
     return HTTP_CLIENTS if not session_id else ("mcp-session", session_id)
 
 
-def build_server(toolbox: Toolbox, name: str = "command-handle") -> Server[Any]:
+def build_server(
+    toolbox: Toolbox, name: str = "command-handle", *, workspace_from_roots: bool = False
+) -> Server[Any]:
     """The MCP server for ``toolbox``; run it with a transport (see ``serve_stdio``)."""
     tools = [types.Tool.model_validate(d) for d in toolbox.describe("mcp")]
     structured = {tool.name for tool in toolbox if tool.output_schema is not None}
+    by_root: dict[str, Toolbox] = {}
+
+    async def toolbox_for(ctx: Any) -> Toolbox:
+        if not workspace_from_roots:
+            return toolbox
+        root = await _root_directory(ctx, toolbox.policy.workspace)
+        if root is None:
+            return toolbox
+        box = by_root.get(root)
+        if box is None:
+            # The oldest workspace without a running process makes room; one
+            # that holds processes stays, or they could not be read or stopped.
+            idle = [key for key, each in by_root.items() if not each.holds_processes]
+            if len(by_root) >= MAX_ROOT_TOOLBOXES and idle:
+                by_root.pop(idle[0])
+            box = by_root[root] = toolbox.with_policy(replace(toolbox.policy, workspace=root))
+        return box
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -88,13 +150,14 @@ def build_server(toolbox: Toolbox, name: str = "command-handle") -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
         owner = session_owner(ctx)
+        box = await toolbox_for(ctx)
         if not _wants_progress(ctx):
-            result = await toolbox.call(params.name, arguments, owner=owner)
+            result = await box.call(params.name, arguments, owner=owner)
         else:
             progress = _Progress()
             async with anyio.create_task_group() as group:
                 group.start_soon(progress.report, ctx)
-                result = await toolbox.call(
+                result = await box.call(
                     params.name, arguments, on_output=progress.on_output, owner=owner
                 )
                 group.cancel_scope.cancel()

@@ -187,6 +187,8 @@ def parse_schema(
         document["timeout"] = timeout
     if "security" in schema:
         document["security"] = schema["security"]
+    if "session" in schema:  # an extension: the script may outlive its call
+        document["session"] = schema["session"]
     try:
         handle = CommandHandle.from_dict(document)
     except HandleError as exc:

@@ -22,13 +22,21 @@ from ._load import ToolLoadError, is_shortcut, load_tools, tool_files
 from ._result import ToolResult
 from ._strict import StrictSchemaError, strict_schema
 from ._tool import NAME_PATTERN, Tool, llm_name
-from ._toolbox import ApprovalRequest, Approver, CredentialResolver, Toolbox, ToolPreview
+from ._toolbox import (
+    ApprovalRequest,
+    Approver,
+    CredentialResolver,
+    Denied,
+    Toolbox,
+    ToolPreview,
+)
 
 __all__ = [
     "FORMATS",
     "NAME_PATTERN",
     "ApprovalRequest",
     "Approver",
+    "Denied",
     "AuditEvent",
     "CredentialLookupError",
     "CredentialOptionError",

@@ -16,7 +16,9 @@ from ..errors import (
     ArgumentsError,
     ArgvTextError,
     DirectoryError,
+    EnvironmentVariableError,
     HandleError,
+    LaunchError,
     OptionArgumentError,
     PathArgumentError,
     ProgramChangedError,
@@ -112,6 +114,8 @@ def _violation(violation: Violation) -> list[str]:
     if violation.keyword in ("option", "path"):
         return [f"`{parent}` {violation.message}" if parent else violation.message]
     subject = f"`{parent}`" if parent else "the arguments"
+    if parent and violation.message.startswith(subject):
+        return [violation.message]  # it names the parameter itself (a UTCP size refusal)
     return [f"{subject} {violation.message}"]
 
 
@@ -119,8 +123,76 @@ def _join(parent: str, name: str) -> str:
     return f"{parent}.{name}" if parent else name
 
 
-def model_message(tool: str, error: HandleError) -> str:
-    """What the model is told when ``error`` refused its call to ``tool``."""
+def _leaves(value: object, pointer: str = "") -> list[tuple[str, str]]:
+    """Every text in the arguments (keys included), with its JSON Pointer."""
+    found: list[tuple[str, str]] = []
+    pending: list[tuple[object, str]] = [(value, pointer)]
+    while pending:
+        item, where = pending.pop()
+        if isinstance(item, str):
+            found.append((where, item))
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                child = f"{where}/{str(key).replace('~', '~0').replace('/', '~1')}"
+                found.append((child, str(key)))
+                pending.append((sub, child))
+        elif isinstance(item, list):
+            pending.extend((sub, f"{where}/{index}") for index, sub in enumerate(item))
+    return sorted(found)
+
+
+def _byte_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def text_refusal(tool: str, error: HandleError, args: object) -> str | None:
+    """The model's text for a value no program can take (a NUL, a lone
+    surrogate, an argument or argv too large), naming the parameter that holds
+    it; None when ``error`` is another refusal or no parameter holds it."""
+    message = error.message
+    if not isinstance(error, (ArgvTextError, EnvironmentVariableError)):
+        return None
+    leaves = _leaves(args)
+    if "NUL" in message:
+        for pointer, text in leaves:
+            if "\x00" in text:
+                return (
+                    f"The call to `{tool}` was refused: `{parameter_name(pointer)}` holds a NUL "
+                    "character, which cannot be passed to a program. Nothing ran."
+                )
+    if "surrogate" in message:
+        for pointer, text in leaves:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return (
+                    f"The call to `{tool}` was refused: `{parameter_name(pointer)}` holds a lone "
+                    "surrogate, which cannot be passed to a program. Nothing ran."
+                )
+    if isinstance(error, ArgvTextError) and " bytes" in message and leaves:
+        pointer, text = max(leaves, key=lambda leaf: _byte_size(leaf[1]))
+        return (
+            f"The call to `{tool}` was refused: `{parameter_name(pointer)}` is too large to pass "
+            f"to a program ({_byte_size(text)} bytes; {_limit_of(message)}). Nothing ran."
+        )
+    return None
+
+
+def _limit_of(message: str) -> str:
+    """The limit an E2BIG refusal states, as the model is told it."""
+    for marker in ("one argument may have at most", "the system allows"):
+        at = message.find(marker)
+        if at >= 0:
+            return message[at:].rstrip(".")
+    return "the system's limit"
+
+
+def model_message(tool: str, error: HandleError, args: object = None) -> str:
+    """What the model is told when ``error`` refused its call to ``tool``
+    (``args``: the arguments, to name the parameter a value came from)."""
+    named = text_refusal(tool, error, args)
+    if named is not None:
+        return named
     if isinstance(error, (OptionArgumentError, PathArgumentError)):
         return f"The call to `{tool}` was refused: {error.message}. Nothing ran."
     if isinstance(error, ArgumentsError):
@@ -138,6 +210,11 @@ def model_message(tool: str, error: HandleError) -> str:
         return (
             f"The call to `{tool}` was refused: an argument cannot be passed to a program "
             "(it holds a NUL character, or the arguments are too large). Nothing ran."
+        )
+    if isinstance(error, LaunchError):
+        return (
+            f"The tool `{tool}` could not run: the system refused to start its program (the "
+            "application's log says why). Nothing ran."
         )
     if isinstance(error, ProgramChangedError):
         return (

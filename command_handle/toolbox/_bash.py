@@ -279,6 +279,7 @@ def tool_of(tool: BashTool, source: str) -> Tool:
         source=source,
         handle=tool.handle,
         bash_tool=tool,
+        session=None if tool.handle.session is None else tool.handle.session.settings(),
     )
 
 

@@ -91,11 +91,13 @@ class PreparedToolCall:
 
             value = redact_value(output_value(self.prepared.plan.plan, result), secrets)
             return not result.ok, plan_content(value, result, self.timeout, secrets), value
-        is_error = not result.ok
+        success = result.ok if self.handle is None else self.handle.succeeded(result)
         if self.handle is not None and self.handle.has_result_template:
-            content, structured = shown(self.handle.shape_result(result.to_json()), secrets)
+            is_error, value = self.handle.outcome(result.to_json())
+            content, structured = shown(value, secrets)
             return is_error, content, structured
-        text = command_content(result, self.timeout, budget, secrets)
+        is_error = not success
+        text = command_content(result, self.timeout, budget, secrets, success=success)
         data = result.to_json()
         del data["argv"]  # never shown by default: it holds nothing the model lacks
         return is_error, text, redact_value(data, secrets)

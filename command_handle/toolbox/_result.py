@@ -5,7 +5,10 @@ When a handle has no ``result`` template, the model is shown:
 - stdout; past ``max_content`` characters, its head and tail around
   ``[... N bytes omitted ...]`` (the executor keeps the tail of output it cut);
 - stderr, under a ``stderr:`` line, when there is some or the exit was not 0;
-- the exit in plain words when it was not 0, or the timeout, or the signal;
+- how it ended, in words that say it ran: "ran and reported failure: exit
+  code N" for an exit outside the handle's ``success_exit_codes`` (default
+  ``[0]``), the timeout, the signal, or a non-zero code the handle counts as
+  success (a call that could not run is a refusal, worded elsewhere);
   ``The command succeeded with no output.`` when there is nothing else to say;
 - never argv.
 
@@ -140,31 +143,44 @@ def _stream(text: str | bytes | None, tail: str | bytes | None, total: int, budg
     return _clip(text, tail if isinstance(tail, str) else None, total, budget)
 
 
-def _status(result: CommandResult, timeout: float) -> str:
+def _status(result: CommandResult, timeout: float, success: bool) -> str:
+    """How the run ended, in words that say it ran: a refusal or a launch failure
+    ("could not run") never reaches here."""
     if result.timed_out:
         return (
             f"The command timed out after {timeout:g} s; it and its child processes were stopped."
         )
     if result.signal is not None:
         return f"The command was killed by signal {result.signal_name}."
+    if not success:
+        return f"The command ran and reported failure: exit code {result.exit_code}."
     if result.exit_code:
-        return f"The command failed with exit code {result.exit_code}."
+        return f"The command ran and exited with code {result.exit_code}, a success for this tool."
     return ""
 
 
 def command_content(
-    result: CommandResult, timeout: float, budget: int, secrets: tuple[str, ...]
+    result: CommandResult,
+    timeout: float,
+    budget: int,
+    secrets: tuple[str, ...],
+    *,
+    success: bool | None = None,
 ) -> str:
     """The default text for the model (see the module docstring). ``result`` is
-    as :func:`shown_result` gives it: redacted before it is cut to ``budget``."""
+    as :func:`shown_result` gives it: redacted before it is cut to ``budget``.
+    ``success`` is the run judged by the handle's ``success_exit_codes``
+    (default: exit code 0)."""
+    if success is None:
+        success = result.ok
     parts: list[str] = []
     out = _stream(result.stdout, result.stdout_tail, result.stdout_bytes, budget)
     if out:
         parts.append(out.rstrip("\n"))
     err = _stream(result.stderr, result.stderr_tail, result.stderr_bytes, budget)
-    if err.strip() or (not result.ok and err):
+    if err.strip() or (not success and err):
         parts.append("stderr:\n" + err.rstrip("\n"))
-    status = _status(result, timeout)
+    status = _status(result, timeout, success)
     if status:
         parts.append(status)
     elif not parts:
@@ -182,7 +198,10 @@ def plan_content(
     if result.timed_out:
         parts.append(f"The command timed out after {timeout:g} s and was stopped.")
     elif result.steps and result.steps[-1].status != 0:
-        parts.append(f"The last command failed with exit status {result.steps[-1].status}.")
+        parts.append(
+            "The command ran and reported failure: its last command exited with status "
+            f"{result.steps[-1].status}."
+        )
     if not parts:
         parts.append("The command succeeded with no output.")
     return redact("\n\n".join(parts), secrets)

@@ -25,8 +25,9 @@ import inspect
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +63,14 @@ from ._variables import Variables, check_descriptions, discover
 if TYPE_CHECKING:
     from ..executor import Executor, Process
 
-__all__ = ["ApprovalRequest", "Approver", "CredentialResolver", "ToolPreview", "Toolbox"]
+__all__ = [
+    "ApprovalRequest",
+    "Approver",
+    "CredentialResolver",
+    "Denied",
+    "ToolPreview",
+    "Toolbox",
+]
 
 CredentialResolver = Callable[
     [Any, CommandHandle], Mapping[str, Any] | Awaitable[Mapping[str, Any]]
@@ -74,7 +82,11 @@ class ApprovalRequest:
     """What the ``approve`` hook decides on: the fully rendered ``plan`` (program,
     argv, environment with credentials masked, cwd, stdin size and digest,
     limits, sandbox) and its ``plan_hash``, with the call's ``tool``,
-    ``principal`` and ``arguments`` (after null removal)."""
+    ``principal`` and ``arguments`` (after null removal). ``stdin`` is what the
+    program will read, in full, and ``environment`` every variable it gets,
+    each with only the credential masked (``********``), so a person approving
+    an API call sees the endpoint and body the model chose (None and empty for
+    a UTCP tool, whose commands are in ``plan``)."""
 
     tool: str
     call_id: str
@@ -83,9 +95,22 @@ class ApprovalRequest:
     plan: Mapping[str, Any]
     plan_hash: str
     summary: str = ""
+    stdin: bytes | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
 
 
-Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
+@dataclass(frozen=True)
+class Denied:
+    """An ``approve`` hook's no, with the reason the model is told
+    (``Denied("use the staging endpoint")``). It is false, as a plain no is."""
+
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Approver = Callable[[ApprovalRequest], bool | Denied | Awaitable[bool | Denied]]
 
 DEFAULT_MAX_CONTENT = 30_000
 ANY: Any = object()  # close(owner=ANY): every owner's processes
@@ -353,6 +378,9 @@ class Toolbox:
         self.secret_variables = frozenset(secret_variables)
         self.terminal = terminal or Terminal()
         self._records: dict[str, ProcessRecord] = {}
+        # with_policy's Toolboxes, held weakly: whoever made one keeps it while
+        # its processes run (the MCP server never drops one that holds any).
+        self._derived: weakref.WeakSet[Toolbox] = weakref.WeakSet()
         self._builtins: dict[str, Tool] = {}
         if any(tool.session is not None for tool in tools):
             self._builtins = {tool.name: tool for tool in builtin_tools()}
@@ -435,6 +463,26 @@ class Toolbox:
             secret_variables=secret_variables,
             terminal=terminal,
         )
+
+    def with_policy(self, policy: Policy) -> Toolbox:
+        """A Toolbox of the same tools and hooks under another Policy (an MCP
+        client's workspace, say), with its own Executor."""
+        box = Toolbox.__new__(Toolbox)
+        box.__dict__.update(self.__dict__)
+        box.policy = policy
+        box._executor = None
+        box._executor_lock = threading.Lock()
+        # Its processes run on its own Executor: it keeps their records, and
+        # closing this Toolbox closes it too.
+        box._records = {}
+        box._derived = weakref.WeakSet()
+        self._derived.add(box)
+        return box
+
+    @property
+    def holds_processes(self) -> bool:
+        """Whether a process it started is running or has output left to read."""
+        return bool(self._records) or any(box.holds_processes for box in self._derived)
 
     # -- the collection ----------------------------------------------------------
 
@@ -657,6 +705,7 @@ class Toolbox:
         the way, before the run, at the launch or during a plan's later steps,
         becomes an ``is_error`` result here, in one place, with its event."""
         name = call.tool
+        args: dict[str, Any] | None = None
         try:
             tool = self._tool(name)
             args = self._arguments(tool, arguments)
@@ -718,7 +767,7 @@ class Toolbox:
                 error=type(exc).__name__,
             )
             return call.result(
-                is_error=True, content=redact(model_message(name, error), call.secrets)
+                is_error=True, content=redact(model_message(name, error, args), call.secrets)
             )
 
     # -- processes that outlive their call ----------------------------------------
@@ -927,19 +976,24 @@ class Toolbox:
         """Stop every process this Toolbox started (of ``owner``, when given),
         with everything they started, and wait until they are gone; returns
         how many were running. The Toolbox remains usable."""
+        stopped = sum(box.close(owner) for box in list(self._derived))
         if self._executor is None:
-            return 0
+            return stopped
         from ..executor import ANY_OWNER
 
-        return self._executor.stop_processes(ANY_OWNER if owner is ANY else owner)
+        return stopped + self._executor.stop_processes(ANY_OWNER if owner is ANY else owner)
 
     async def aclose(self, owner: Any = ANY) -> int:
         """:meth:`close` under trio or asyncio; it finishes even when cancelled."""
+        stopped = 0
+        for box in list(self._derived):
+            stopped += await box.aclose(owner)
         if self._executor is None:
-            return 0
+            return stopped
         from ..executor import ANY_OWNER
 
-        return await self._executor.stop_processes_async(ANY_OWNER if owner is ANY else owner)
+        executor = self._executor
+        return stopped + await executor.stop_processes_async(ANY_OWNER if owner is ANY else owner)
 
     def __enter__(self) -> Toolbox:
         return self
@@ -1049,11 +1103,30 @@ class Toolbox:
         if self._approve is None:
             return
         assert digest is not None
+        invocation = prepared.prepared.invocation
         request = ApprovalRequest(
-            tool.name, call.call_id, principal, args, prepared.plan, digest, summary
+            tool.name,
+            call.call_id,
+            principal,
+            args,
+            prepared.plan,
+            digest,
+            summary,
+            stdin=None if invocation is None else invocation.shown_stdin(),
+            environment={} if invocation is None else invocation.shown_environment(),
         )
         allowed = yield _Ask(partial(self._approve, request))
         if not allowed:
+            reason = str(allowed.reason).strip() if isinstance(allowed, Denied) else ""
+            if reason:
+                reason = redact(reason, call.secrets)
+                raise _Refusal(
+                    f"The application declined to run this call to `{tool.name}`: "
+                    f"{reason.rstrip('.')}. Nothing ran.",
+                    event="denied",
+                    plan_hash=digest,
+                    reason=reason,
+                )
             raise _Refusal(
                 f"The application declined to run this call to `{tool.name}`; nothing ran.",
                 event="denied",

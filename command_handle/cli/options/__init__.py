@@ -12,8 +12,21 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from . import credentials, environment, plugins, processes, sandbox, tool_config, variables
+from . import (
+    config,
+    confinement,
+    credentials,
+    environment,
+    limits,
+    plugins,
+    processes,
+    programs,
+    sandbox,
+    tool_config,
+    variables,
+)
 from ._group import OptionGroup, Settings
+from .config import apply_config
 
 if TYPE_CHECKING:
     from ...policy import Policy
@@ -24,14 +37,21 @@ __all__ = [
     "OptionGroup",
     "Settings",
     "add_toolbox_flags",
+    "apply_config",
     "load_settings",
     "load_toolbox",
     "policy_of",
 ]
 
+# ``config`` first: ``--config FILE`` is read before the others (its values
+# become their defaults, see config.py).
 GROUPS: tuple[OptionGroup, ...] = (
+    config,
     sandbox,
+    confinement,
     environment,
+    programs,
+    limits,
     credentials,
     plugins,
     tool_config,
@@ -40,12 +60,16 @@ GROUPS: tuple[OptionGroup, ...] = (
 )
 
 
-def add_toolbox_flags(parser: Any, *, running: bool = True) -> None:
+def add_toolbox_flags(parser: Any, *, running: bool = True, toolbox: bool = True) -> None:
     """Add every group's flags; ``running=False`` (``tools``, ``validate``) adds
-    only the groups that change which tools load, not how they run."""
+    only the groups that change which tools load, not how they run;
+    ``toolbox=False`` (``run``, one handle) leaves out the Toolbox's own."""
     for group in GROUPS:
-        if running or not getattr(group, "RUNNING_ONLY", False):
-            group.add(parser)
+        if not running and getattr(group, "RUNNING_ONLY", False):
+            continue
+        if not toolbox and getattr(group, "TOOLBOX_ONLY", False):
+            continue
+        group.add(parser)
 
 
 def _collected(options: argparse.Namespace) -> Settings:

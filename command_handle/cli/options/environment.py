@@ -8,6 +8,7 @@ from typing import Any
 from ._group import Settings
 
 RUNNING_ONLY = True
+CONFIG_KEYS = {"policy.inherit_environment": "inherit_env"}
 
 
 def add(parser: Any) -> None:

@@ -10,6 +10,9 @@ from typing import Any
 
 from ._group import Settings
 
+TOOLBOX_ONLY = True
+CONFIG_KEYS = {"plugins.allow_bash_tools": "allow_bash_tools"}
+
 
 def add(parser: Any) -> None:
     parser.add_argument(

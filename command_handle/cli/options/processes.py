@@ -1,7 +1,9 @@
 """Limits on programs that outlive their call (tools with a ``session``), and
-their terminal: ``--max-processes``, ``--max-processes-per-client``,
-``--process-output``, ``--process-idle``, ``--process-lifetime``, ``--term``
-and ``--terminal-size``."""
+their terminal: ``--max-sessions``, ``--max-sessions-per-client``,
+``--session-output``, ``--session-idle``, ``--session-lifetime`` (the Policy
+fields of those names; ``--max-processes`` is RLIMIT_NPROC, see limits.py),
+``--term`` and ``--terminal-size``. In the configuration file: the same
+``[policy]`` keys, and ``[terminal]`` ``type`` and ``size``."""
 
 from __future__ import annotations
 
@@ -9,9 +11,44 @@ import argparse
 import re
 from typing import Any
 
+from .._common import UsageError
 from ._group import Settings
 
 RUNNING_ONLY = True
+TOOLBOX_ONLY = True  # processes are the Toolbox's (``run`` has no process tools)
+
+_POLICY = {
+    "max_sessions": ("--max-sessions", int, "N", "at most N running at once (default 16)"),
+    "max_sessions_per_owner": (
+        "--max-sessions-per-client",
+        int,
+        "N",
+        "at most N running per client or MCP session (default 4)",
+    ),
+    "session_output": (
+        "--session-output",
+        int,
+        "BYTES",
+        "bytes kept per stream between two reads (default 1 MiB)",
+    ),
+    "session_idle": (
+        "--session-idle",
+        float,
+        "SECONDS",
+        "stop one nobody read or wrote for this long (default 1800)",
+    ),
+    "session_lifetime": (
+        "--session-lifetime",
+        float,
+        "SECONDS",
+        "stop one after this long (default 14400)",
+    ),
+}
+CONFIG_KEYS = {
+    **{f"policy.{field}": field for field in _POLICY},
+    "terminal.type": "term",
+    "terminal.size": "terminal_size",
+}
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -31,33 +68,8 @@ def _term(text: str) -> str:
 
 def add(parser: Any) -> None:
     group = parser.add_argument_group("processes that outlive their call")
-    group.add_argument(
-        "--max-processes", type=int, metavar="N", help="at most N running at once (default 16)"
-    )
-    group.add_argument(
-        "--max-processes-per-client",
-        type=int,
-        metavar="N",
-        help="at most N running per client or MCP session (default 4)",
-    )
-    group.add_argument(
-        "--process-output",
-        type=int,
-        metavar="BYTES",
-        help="bytes kept per stream between two reads (default 1 MiB)",
-    )
-    group.add_argument(
-        "--process-idle",
-        type=float,
-        metavar="SECONDS",
-        help="stop one nobody read or wrote for this long (default 1800)",
-    )
-    group.add_argument(
-        "--process-lifetime",
-        type=float,
-        metavar="SECONDS",
-        help="stop one after this long (default 14400)",
-    )
+    for field, (flag, kind, metavar, text) in _POLICY.items():
+        group.add_argument(flag, dest=field, type=kind, metavar=metavar, help=text)
     group.add_argument(
         "--term", type=_term, metavar="TYPE", help="TERM of programs on a terminal (default dumb)"
     )
@@ -69,24 +81,25 @@ def add(parser: Any) -> None:
     )
 
 
-_POLICY = {
-    "max_processes": "max_sessions",
-    "max_processes_per_client": "max_sessions_per_owner",
-    "process_output": "session_output",
-    "process_idle": "session_idle",
-    "process_lifetime": "session_lifetime",
-}
-
-
 def settings(options: argparse.Namespace) -> Settings:
     policy = {
-        field: getattr(options, flag)
-        for flag, field in _POLICY.items()
-        if getattr(options, flag, None) is not None
+        field: getattr(options, field)
+        for field in _POLICY
+        if getattr(options, field, None) is not None
     }
     toolbox: dict[str, Any] = {}
     term = getattr(options, "term", None)
     size = getattr(options, "terminal_size", None)
+    if isinstance(size, str):  # from the configuration file
+        try:
+            size = _size(size)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"[terminal] size: {exc}") from None
+    if term is not None:
+        try:
+            term = _term(term)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"[terminal] type: {exc}") from None
     if term is not None or size is not None:
         from ...call import Terminal
 

@@ -9,6 +9,11 @@ from .._common import add_sandbox_flags, sandbox_settings
 from ._group import Settings
 
 RUNNING_ONLY = True
+CONFIG_KEYS = {
+    "policy.sandbox": "sandbox",
+    "policy.workspace": "workspace",
+    "policy.network": "network",
+}
 
 
 def add(parser: Any) -> None:

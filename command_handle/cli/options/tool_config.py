@@ -14,6 +14,24 @@ from .._common import UsageError
 from ._group import Settings
 
 RUNNING_ONLY = True
+TOOLBOX_ONLY = True
+# ``[tool_config]``: ``working_directory = "/srv/app"``, ``smtpUser = "bot"``.
+CONFIG_SECTION = "tool_config"
+
+
+def config_values(table: dict[str, Any]) -> dict[str, object]:
+    from .config import ConfigValueError
+
+    given: list[str] = []
+    for key, value in table.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            value = str(value)
+        if not isinstance(value, str) or "=" in key:
+            raise ConfigValueError(key, "must be text, a number or true/false")
+        given.append(f"{key}={value}")
+    return {"tool_config": given}
 
 
 def add(parser: Any) -> None:

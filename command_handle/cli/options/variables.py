@@ -10,6 +10,15 @@ from typing import Any
 from .._common import UsageError
 from ._group import Settings
 
+TOOLBOX_ONLY = True
+# ``[utcp]``: ``variables_files = [".env"]``, ``secret_variables = ["API_KEY"]``;
+# ``[variables]``: ``API_KEY = "..."`` (a value written in the file itself).
+CONFIG_KEYS = {
+    "utcp.variables_files": "variables_file",
+    "utcp.secret_variables": "secret_variable",
+}
+CONFIG_SECTION = "variables"
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -33,6 +42,19 @@ def add(parser: Any) -> None:
         metavar="NAME",
         help="redact this variable's value from everything shown, as a credential",
     )
+
+
+def config_values(table: dict[str, Any]) -> dict[str, object]:
+    from .config import ConfigValueError
+
+    given: list[str] = []
+    for name, value in table.items():
+        if not _NAME.fullmatch(name):
+            raise ConfigValueError(name, "a variable's name is like API_KEY")
+        if not isinstance(value, str):
+            raise ConfigValueError(name, "must be text")
+        given.append(f"{name}={value}")
+    return {"variable": given}
 
 
 def parse_variable(option: str) -> tuple[str, str]:
