@@ -18,6 +18,7 @@ from ._handles import add_handle_parsers
 from ._mcp import add_mcp_parser
 from ._tools import add_tools_parsers
 from ._utcp import add_utcp_parser
+from ._worker import add_worker_parser
 
 __all__ = ["build_parser", "main"]
 
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tools_parsers(commands)
     add_mcp_parser(commands)
     add_utcp_parser(commands)
+    add_worker_parser(commands)
     return parser
 
 
