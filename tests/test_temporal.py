@@ -464,3 +464,35 @@ def test_sigterm_finishes_short_calls_cancels_long_ones_and_exits_0(
     text = worker.text()
     assert "worker stopped" in text
     assert "PyGILState" not in text and "Fatal Python error" not in text
+
+
+def test_a_workflow_of_ones_own_runs_tool_calls_on_a_worker_of_ones_own(
+    temporal_address: str, queue: str
+) -> None:
+    """tool_worker and ToolActivities in the application's process, hosting
+    the application's workflow, which calls execute_tool_call."""
+    from temporalio.worker import Worker
+
+    from command_handle import Toolbox
+    from command_handle.temporal import ToolActivities, tool_worker, workflow_runner
+    from tests.temporal_workflows import CountThenList
+
+    async def scenario() -> list[dict[str, Any]]:
+        client = await Client.connect(temporal_address)
+        activities = ToolActivities(Toolbox.load("fixtures/handles"))
+        worker: Worker = tool_worker(
+            client,
+            queue,
+            activities,
+            workflows=[CountThenList],
+            workflow_runner=workflow_runner(),
+        )
+        async with worker:
+            results: list[dict[str, Any]] = await client.execute_workflow(
+                CountThenList.run, "tools as data", id=f"own-{uuid.uuid4().hex}", task_queue=queue
+            )
+            return results
+
+    counted, listed = run(scenario())
+    assert counted["structured"] == {"counts": "      0       3      13\n"}
+    assert not listed["is_error"] and "agents.md" in listed["content"]

@@ -14,7 +14,7 @@ import asyncio
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -48,12 +48,12 @@ def tool_worker(
     task_queue: str,
     activities: ToolActivities,
     *,
-    workflows: bool = True,
+    workflows: bool | Sequence[type] = True,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     **worker_options: Any,
 ) -> Worker:
-    """A ``Worker`` that runs ``activities`` (and hosts :class:`ToolCallWorkflow`
-    when ``workflows``), with the heartbeat throttle lowered so that a cancel
+    """A ``Worker`` that runs ``activities`` and hosts workflows: ``True`` for
+    :class:`ToolCallWorkflow`, or the application's own list, with the heartbeat throttle lowered so that a cancel
     reaches a running call within seconds. Other ``Worker`` options pass through."""
     worker_options.setdefault(
         "max_heartbeat_throttle_interval", timedelta(seconds=HEARTBEAT_THROTTLE)
@@ -62,7 +62,8 @@ def tool_worker(
         "default_heartbeat_throttle_interval", timedelta(seconds=HEARTBEAT_THROTTLE)
     )
     if workflows:
-        worker_options.setdefault("workflows", [ToolCallWorkflow])
+        hosted = [ToolCallWorkflow] if workflows is True else list(workflows)
+        worker_options["workflows"] = hosted
         worker_options.setdefault("workflow_runner", workflow_runner())
     return Worker(
         client,
