@@ -52,9 +52,10 @@ def tool_worker(
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     **worker_options: Any,
 ) -> Worker:
-    """A ``Worker`` that runs ``activities`` and hosts workflows: ``True`` for
-    :class:`ToolCallWorkflow`, or the application's own list, with the heartbeat throttle lowered so that a cancel
-    reaches a running call within seconds. Other ``Worker`` options pass through."""
+    """A ``Worker`` that runs ``activities`` and hosts workflows (``True``:
+    :class:`ToolCallWorkflow`; or the application's own list; ``False``: none),
+    with the heartbeat throttle lowered so that a cancel reaches a running call
+    within seconds. Other ``Worker`` options pass through."""
     worker_options.setdefault(
         "max_heartbeat_throttle_interval", timedelta(seconds=HEARTBEAT_THROTTLE)
     )
