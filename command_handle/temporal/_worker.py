@@ -22,6 +22,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from ..errors import CommandHandleError
 from ._activities import ToolActivities
 from ._call import HEARTBEAT_THROTTLE, HEARTBEAT_TIMEOUT
 from ._payload import DEFAULT_MAX_PAYLOAD
@@ -123,5 +124,5 @@ async def run_worker(
             raise WorkerFailed(str(run.exception())) from run.exception()
 
 
-class WorkerFailed(Exception):
+class WorkerFailed(CommandHandleError):
     """A worker stopped polling for a reason of its own (the server is gone)."""
