@@ -196,6 +196,30 @@ def test_a_result_over_the_payload_limit_is_cut_by_head_and_tail_and_says_so() -
     assert "did not fit" in fitted["content"]
 
 
+def test_the_call_options_come_from_the_workers_toolbox() -> None:
+    from command_handle import CommandHandle, Policy, Toolbox
+    from command_handle.temporal import ToolActivities, ToolCallOptions
+    from command_handle.toolbox import Tool
+
+    def tool(name: str, **fields: Any) -> Tool:
+        document = {"name": name, "handler": "command", "command": "/bin/true", **fields}
+        return Tool.from_handle(CommandHandle.load(document))
+
+    toolbox = Toolbox(
+        [
+            tool("quick", timeout=5, annotations={"idempotentHint": True}),
+            tool("slow", timeout=500),
+            tool("plain"),
+        ],
+        policy=Policy(timeout=120, kill_grace=3),
+    )
+    activities = ToolActivities(toolbox, heartbeat_timeout=7)
+    options = {name: run(activities.tool_options(name)) for name in ("quick", "slow", "plain", "?")}
+    assert options["quick"] == ToolCallOptions(5, 3, idempotent=True, heartbeat_timeout_s=7)
+    assert options["slow"] == ToolCallOptions(120, 3, idempotent=False, heartbeat_timeout_s=7)
+    assert options["plain"] == options["?"] == options["slow"]
+
+
 def test_the_worker_command_refuses_an_unreachable_server(tools: str, tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -323,6 +347,7 @@ def test_a_credential_never_enters_the_history_nor_the_heartbeats(
             client, queue, ToolCall("secret", {"seconds": "4"}, principal="alice")
         )
         cancelled = await _start(client, queue, ToolCall("secret", {"seconds": "300"}))
+        described = await _start(client, queue, ToolCall("secret", {}, require_approval=True))
         beats: list[Any] = []
         for _ in range(200):  # the running calls' progress, as Temporal shows it
             for handle in (finished, cancelled):
@@ -339,7 +364,15 @@ def test_a_credential_never_enters_the_history_nor_the_heartbeats(
         await cancelled.cancel()
         with pytest.raises(WorkflowFailureError):
             await cancelled.result()
-        histories = [(await handle.fetch_history()) for handle in (finished, cancelled)]
+        plan = None
+        while plan is None:  # the plan, with the credential masked, is in the history too
+            plan = await described.query(ToolCallWorkflow.plan)
+            await asyncio.sleep(0.05)
+        assert plan["plan"]["environment"]["API_KEY"] == "********"
+        await described.signal(ToolCallWorkflow.deny)
+        await described.result()
+        handles = (finished, cancelled, described)
+        histories = [(await handle.fetch_history()) for handle in handles]
         texts = [history.to_json() for history in histories]
         raw = [event.SerializeToString() for history in histories for event in history.events]
         payloads = [data for text in texts for data in _payload_texts(text)]
