@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -38,3 +38,13 @@ def run(request: pytest.FixtureRequest) -> Run:
         return asyncio.run(executor.call(handle, args))
 
     return call
+
+
+@pytest.fixture(scope="session")
+def temporal_address() -> Iterator[str]:
+    """A real Temporal dev server's address: ``.ci/run``'s (from
+    COMMAND_HANDLE_TEMPORAL_ADDRESS), or one started for this session."""
+    from tests.temporal_server import dev_server
+
+    with dev_server() as address:
+        yield address

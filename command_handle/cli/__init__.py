@@ -21,6 +21,7 @@ from ._handles import add_handle_parsers
 from ._mcp import add_mcp_parser
 from ._tools import add_tools_parsers
 from ._utcp import add_utcp_parser
+from ._worker import add_worker_parser
 
 __all__ = ["build_parser", "main"]
 
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tools_parsers(commands)
     add_mcp_parser(commands)
     add_utcp_parser(commands)
+    add_worker_parser(commands)
     return parser
 
 

@@ -19,7 +19,7 @@ from ._credentials import (
 from ._events import AuditEvent, EventSink
 from ._formats import FORMATS, describe_tool
 from ._load import ToolLoadError, is_shortcut, load_tools, tool_files
-from ._result import ToolResult
+from ._result import ToolResult, head_and_tail
 from ._strict import StrictSchemaError, strict_schema
 from ._tool import NAME_PATTERN, Tool, llm_name
 from ._toolbox import (
@@ -51,6 +51,7 @@ __all__ = [
     "describe_tool",
     "environment_credentials",
     "is_shortcut",
+    "head_and_tail",
     "drop_nulls",
     "llm_name",
     "load_tools",

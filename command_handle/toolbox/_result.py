@@ -29,7 +29,7 @@ from .. import _json
 from .._secrets import redact, redact_bytes, redact_cut, redact_value
 from ..call import CommandResult, PlanResult
 
-__all__ = ["ToolResult", "command_content", "plan_content", "shown_result"]
+__all__ = ["ToolResult", "command_content", "head_and_tail", "plan_content", "shown_result"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -132,6 +132,13 @@ def _clip(head: str, tail: str | None, total: int, budget: int) -> str:
         shown_head, shown_tail = head[:half], tail[-half:]
     omitted = total - len(shown_head.encode()) - len(shown_tail.encode())
     return f"{shown_head}\n[... {max(omitted, 0)} bytes omitted ...]\n{shown_tail}"
+
+
+def head_and_tail(text: str, budget: int) -> str:
+    """``text`` within ``budget`` characters by the rule the model's view uses:
+    its head and tail around ``[... N bytes omitted ...]``. For values that
+    travel elsewhere under a size limit (a workflow history's payloads)."""
+    return _clip(text, None, len(text.encode("utf-8", "surrogatepass")), budget)
 
 
 def _stream(text: str | bytes | None, tail: str | bytes | None, total: int, budget: int) -> str:
