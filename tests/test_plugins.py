@@ -725,3 +725,23 @@ def test_the_config_s_timeout_bounds_the_schema_run_too(tmp_path: Path) -> None:
         Toolbox.load(tmp_path / "app.json", policy=Policy(timeout=60, kill_grace=0.2))
     assert time.monotonic() - started < 10
     assert subprocess.run(["pgrep", "-f", f"{CANARY}-schema"], capture_output=True).stdout == b""
+
+
+# -- found by attacking the loader and the call flow as an outsider -------------------
+
+
+def test_a_script_edited_while_the_approver_looks_does_not_run(tmp_path: Path) -> None:
+    """The file is checked again after the approver's yes, right before the run."""
+    marker = tmp_path / "ran"
+    path = bash_tool(tmp_path, schema(), run="echo original")
+
+    def approve(request: ApprovalRequest) -> bool:
+        path.write_text(path.read_text().replace("echo original", f"touch {marker}"))
+        return True
+
+    events: list[AuditEvent] = []
+    toolbox = Toolbox.load(path, allow_bash_tools=True, approve=approve, events=events.append)
+    result = toolbox.call_sync("probe_tool", {})
+    assert result.is_error and "Nothing ran" in result.content and not marker.exists()
+    assert [event.kind for event in events][-2:] == ["approved", "refused"]
+    assert "changed or went away" in events[-1].details["reason"]

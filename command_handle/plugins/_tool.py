@@ -81,7 +81,7 @@ class BashTool:
         values); ``exit_code`` and ``timed_out`` (the timeout, in seconds) are
         for ``error``. Raises a :class:`~command_handle.errors.HandleError`."""
         self.handle.validate_arguments(args)  # the schema's words first, then the mode's
-        self._check_unchanged()
+        self.check_unchanged()
         tokens, stdin = modes.MODES[self.args_mode](self, args)
         head = [self.file, subcommand]
         if subcommand == "error":
@@ -104,9 +104,11 @@ class BashTool:
             context["env:AGENT_TOOL_TIMEOUT_SECONDS"] = f"{timed_out:g}"
         return self.handle.prepare(args, policy, context=context, credential=credential)
 
-    def _check_unchanged(self) -> None:
+    def check_unchanged(self) -> None:
         """What runs is the file whose schema was checked (and whose plan an
-        approver saw): an edited or replaced file is refused until reloaded."""
+        approver saw): an edited or replaced file is refused until reloaded.
+        Checked when a call is prepared and again right before it runs, after
+        the approver's answer. Raises a :class:`~command_handle.errors.CommandError`."""
         if not self.digest:
             return
         try:
