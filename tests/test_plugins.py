@@ -745,3 +745,29 @@ def test_a_script_edited_while_the_approver_looks_does_not_run(tmp_path: Path) -
     assert result.is_error and "Nothing ran" in result.content and not marker.exists()
     assert [event.kind for event in events][-2:] == ["approved", "refused"]
     assert "changed or went away" in events[-1].details["reason"]
+
+
+def test_a_config_found_in_a_folder_does_not_allow_its_own_bash_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config dropped into a folder of tools is like a .bash file dropped
+    there: its plugin_policy counts only when the application names it."""
+    marker = tmp_path / "schema-ran"
+    script = tmp_path / "elsewhere" / "tool.bash"
+    script.parent.mkdir()
+    script.write_text(f"touch {marker}\n")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    config = {"plugins": [f"bash:{script}"], "plugin_policy": {"allow_bash_tools": True}}
+    (tools / "app.json").write_text(json.dumps(config))
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(tools)
+    assert caught.value.path == str(tools / "app.json") and caught.value.pointer == "/plugins/0"
+    assert "found in a folder" in str(caught.value) and "--allow-bash-tools" in str(caught.value)
+    assert main(["validate", str(tools)]) == 2
+    assert "found in a folder" in capsys.readouterr().err
+    assert main(["tools", str(tools)]) == 2
+    assert not marker.exists()
+    with pytest.raises(ToolLoadError, match="printed nothing"):  # named: the application's
+        Toolbox.load(tools / "app.json")
+    assert marker.exists()

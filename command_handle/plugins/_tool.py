@@ -138,6 +138,8 @@ def parse_schema(
     """The tool ``file`` describes with ``text`` (what ``bash FILE schema``
     printed), every rule of the contract checked. ``timeout`` is the
     configuration's ``bash_timeout_seconds``. Raises :class:`BashToolError`."""
+    if not text.strip():
+        raise BashToolError("`schema` printed nothing; it must print the tool's JSON object")
     try:
         schema = _json.loads(text)
     except _json.JSONDecodeError as exc:

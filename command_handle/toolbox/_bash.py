@@ -121,9 +121,14 @@ class BashLoader:
             tools.append(self.file(Path(script), allowed=allowed, timeout=timeout))
         return tools
 
-    def config(self, document: dict[str, Any], file: Path, skipped: list[str]) -> list[Tool]:
+    def config(
+        self, document: dict[str, Any], file: Path, skipped: list[str], *, named: bool = True
+    ) -> list[Tool]:
         """The bash tools of an application config, with its ``plugin_policy``;
-        its other plugins are listed in ``skipped``, with why."""
+        its other plugins are listed in ``skipped``, with why. Its own
+        ``allow_bash_tools`` counts only when the config was ``named`` by the
+        application: one found in a folder of tools is like a ``.bash`` file
+        found there, and needs the application's switch."""
         from ..plugins import BashToolError, config_plugins
 
         try:
@@ -131,9 +136,16 @@ class BashLoader:
         except BashToolError as exc:
             raise _error(str(file), exc.message, exc.pointer) from None
         skipped += [f"{file}{other}" for other in found.others]
-        allowed = found.policy.allow_bash_tools
+        allowed = found.policy.allow_bash_tools and named
         if found.sources and not (self.allow or allowed):
-            raise _error(str(file), f"lists bash tools; {_SWITCH}", found.sources[0].pointer)
+            why = _SWITCH
+            if found.policy.allow_bash_tools:
+                why = (
+                    "its plugin_policy.allow_bash_tools counts only for a config named "
+                    "itself, not one found in a folder; pass --allow-bash-tools "
+                    "(Toolbox.load(..., allow_bash_tools=True)) or name the config"
+                )
+            raise _error(str(file), f"lists bash tools; {why}", found.sources[0].pointer)
         tools: list[Tool] = []
         for plugin in found.sources:
             tools += self.source(

@@ -97,6 +97,7 @@ def load_tools(
     allow_bash_tools: bool = False,
     policy: Policy | None = None,
     plugin_cache: str | os.PathLike[str] | None = None,
+    in_folder: bool = False,
 ) -> tuple[list[Tool], list[str]]:
     """The tools in ``paths``, and a note for each thing that was not loaded
     (a UTCP tool of another protocol, a file that is no tool), with why.
@@ -104,7 +105,9 @@ def load_tools(
     Raises :class:`ToolLoadError` naming the file (and the JSON Pointer) for the
     first file that cannot be loaded, for two tools with one name, and for a
     folder that yields no tool. Bash tools load only with ``allow_bash_tools``
-    (or their config's ``plugin_policy``); their schema runs under ``policy``.
+    (or the ``plugin_policy`` of a config named in ``paths`` itself, not found
+    in a folder); their schema runs under ``policy``. ``in_folder`` says that
+    ``paths`` were found in a folder (``validate`` loads them one by one).
     """
     from ._bash import BashLoader
 
@@ -122,7 +125,8 @@ def load_tools(
             others: list[str] = []
             notes: list[str] = []
             for file in tool_files([given], others):
-                found += _tools_in(file, notes, loader)
+                named = not in_folder and file == Path(given)
+                found += _tools_in(file, notes, loader, named)
             skipped += notes + others
             if not found and Path(given).is_dir():
                 raise ToolLoadError(str(given), _no_tool(notes + others))
@@ -159,13 +163,13 @@ def _shortcut_tools(text: str, loader: BashLoader) -> list[Tool]:
     return loader.source(plugin, text)
 
 
-def _tools_in(file: Path, skipped: list[str], loader: BashLoader) -> list[Tool]:
+def _tools_in(file: Path, skipped: list[str], loader: BashLoader, named: bool) -> list[Tool]:
     source = str(file)
     try:
         if file.suffix == BASH_SUFFIX:
             return [loader.file(file)]
         document = read_document(file, HandleLoadError)
-        return _from_document(document, file, skipped, loader)
+        return _from_document(document, file, skipped, loader, named)
     except ToolLoadError:
         raise
     except HandleError as exc:
@@ -173,7 +177,7 @@ def _tools_in(file: Path, skipped: list[str], loader: BashLoader) -> list[Tool]:
 
 
 def _from_document(
-    document: dict[str, Any], file: Path, skipped: list[str], loader: BashLoader
+    document: dict[str, Any], file: Path, skipped: list[str], loader: BashLoader, named: bool
 ) -> list[Tool]:
     source = str(file)
     if "handle" in document or "handler" in document:
@@ -181,7 +185,7 @@ def _from_document(
     if "bash_tools" in document:
         return loader.descriptor(document, file)
     if "plugins" in document or "plugin_policy" in document:
-        return loader.config(document, file, skipped)
+        return loader.config(document, file, skipped, named=named)
     if not any(key in document for key in _UTCP_KEYS):
         raise ToolLoadError(
             source,
