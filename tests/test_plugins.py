@@ -771,3 +771,32 @@ def test_a_config_found_in_a_folder_does_not_allow_its_own_bash_tools(
     with pytest.raises(ToolLoadError, match="printed nothing"):  # named: the application's
         Toolbox.load(tools / "app.json")
     assert marker.exists()
+
+
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink", "linked-folder"])
+def test_a_plugin_s_descriptor_names_only_files_in_its_folder(tmp_path: Path, how: str) -> None:
+    """A plugin (a git clone, say) cannot make this machine run one of its other
+    files: not through "..", an absolute path or a symbolic link."""
+    marker = tmp_path / "ran"
+    outside = tmp_path / "outside" / "other.bash"
+    outside.parent.mkdir()
+    outside.write_text(f"touch {marker}\n")
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    listed = {
+        "dotdot": "../outside/other.bash",
+        "absolute": str(outside),
+        "symlink": "tool.bash",
+        "linked-folder": "lib/other.bash",
+    }[how]
+    if how == "symlink":
+        (plugin / "tool.bash").symlink_to(outside)
+    if how == "linked-folder":
+        (plugin / "lib").symlink_to(outside.parent)
+    (plugin / "agent_plugin.json").write_text(json.dumps({"bash_tools": [{"file": listed}]}))
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(plugin, allow_bash_tools=True)
+    assert caught.value.path == str(plugin / "agent_plugin.json")
+    assert caught.value.pointer == "/bash_tools/0/file"
+    assert "outside the plugin's folder" in str(caught.value)
+    assert not marker.exists()

@@ -115,7 +115,18 @@ class BashLoader:
         except BashToolError as exc:
             raise _error(str(file), exc.message, exc.pointer) from None
         tools = []
+        root = os.path.realpath(file.parent)
         for script, pointer in listed:
+            # A plugin (a git clone, say) names its own files: not a path of this
+            # machine through "..", an absolute path or a symbolic link.
+            real = os.path.realpath(script)
+            if os.path.commonpath([root, real]) != root:
+                raise _error(
+                    str(file),
+                    f"lists {script}, which is outside the plugin's folder {file.parent} "
+                    f"(it resolves to {real}); a plugin's tools are files in its folder",
+                    pointer,
+                )
             if not Path(script).is_file():
                 raise _error(str(file), f"lists {script}, which is no file", pointer)
             tools.append(self.file(Path(script), allowed=allowed, timeout=timeout))
