@@ -800,3 +800,29 @@ def test_a_plugin_s_descriptor_names_only_files_in_its_folder(tmp_path: Path, ho
     assert caught.value.pointer == "/bash_tools/0/file"
     assert "outside the plugin's folder" in str(caught.value)
     assert not marker.exists()
+
+
+def test_a_relative_git_path_is_the_document_s_and_control_characters_are_refused(
+    repository: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path
+) -> None:
+    """git runs in the cache folder: a relative path must not be read from there,
+    and two documents' "./repo" are two repositories, two cache folders."""
+    config = {
+        "plugins": [{"bash_tool": {"git": "./repo", "ref": "v0.1.0"}}],
+        "plugin_policy": {"allow_bash_tools": True},
+    }
+    (tmp_path / "app.json").write_text(json.dumps(config))
+    assert Toolbox.load(tmp_path / "app.json").names() == ["read_line_range"]
+    monkeypatch.chdir(tmp_path)
+    assert Toolbox.load("bash+git:repo#v0.1.0", allow_bash_tools=True).names() == [
+        "read_line_range"
+    ]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "app.json").write_text(json.dumps(config))  # its ./repo does not exist
+    with pytest.raises(ToolLoadError, match="could not get"):
+        Toolbox.load(other / "app.json")
+    for ref in ("v0.1.0\n--upload-pack=x", "v0.1.0\x00x"):
+        with pytest.raises(ToolLoadError, match="control characters"):
+            Toolbox.load(f"bash+git:{repository}#{ref}", allow_bash_tools=True)
+    assert len(list((cache / "command-handle" / "git").iterdir())) == 1

@@ -108,7 +108,7 @@ def shortcut(text: str, folder: str, pointer: str = "") -> PluginSource | None:
         url, _, ref = text[len("bash+git:") :].rpartition("#")
         if not url or not ref:
             raise BashToolError(f"{text!r} needs a ref: bash+git:URL#REF", pointer)
-        return _git(url, ref, pointer)
+        return _git(url, ref, pointer, folder)
     if text.startswith("bash:"):
         path = text[len("bash:") :]
         if not path:
@@ -159,18 +159,33 @@ def _bash_tool(spec: object, folder: str, pointer: str) -> PluginSource:
             raise BashToolError(
                 "a git plugin needs a ref (a tag, branch or commit)", f"{pointer}/ref"
             )
-        return _git(value, ref, pointer)
+        return _git(value, ref, pointer, folder)
     return PluginSource(
         "file" if key == "file" else "path", _within(folder, value), pointer=pointer
     )
 
 
-def _git(url: str, ref: str, pointer: str) -> PluginSource:
+def _git(url: str, ref: str, pointer: str, folder: str) -> PluginSource:
     if url.startswith("-") or ref.startswith("-"):
         raise BashToolError("a git URL or ref must not begin with '-'", pointer)
     if url.startswith("ext::") or "::" in url.split("/", 1)[0]:
         raise BashToolError("git remote helpers (TRANSPORT::ADDRESS) are not allowed", pointer)
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in url + ref):
+        raise BashToolError("a git URL or ref must not hold control characters", pointer)
+    if _local(url):
+        # A path is the document's, like its other paths: git itself runs in the
+        # cache folder, and the cache is keyed by what names one repository.
+        url = _within(folder, url)
     return PluginSource("git", url, ref, pointer)
+
+
+def _local(url: str) -> bool:
+    """Whether git reads ``url`` as a path: no ``scheme://``, and no
+    ``host:path`` (a colon before the first slash)."""
+    if "://" in url:
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    return colon < 0 or 0 <= slash < colon
 
 
 def _within(folder: str, path: str) -> str:
