@@ -826,3 +826,27 @@ def test_a_relative_git_path_is_the_document_s_and_control_characters_are_refuse
         with pytest.raises(ToolLoadError, match="control characters"):
             Toolbox.load(f"bash+git:{repository}#{ref}", allow_bash_tools=True)
     assert len(list((cache / "command-handle" / "git").iterdir())) == 1
+
+
+def test_a_plugin_or_config_that_yields_no_tool_is_never_silent(tmp_path: Path) -> None:
+    """An agent_plugin.json listing nothing is an error in every form; an MCP
+    server with nothing to serve does not start, and says what it skipped."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "agent_plugin.json").write_text('{"bash_tools": []}')
+    for given in (plugin, plugin / "agent_plugin.json", f"bash:{plugin}"):
+        with pytest.raises(ToolLoadError) as caught:
+            Toolbox.load(given, allow_bash_tools=True)
+        assert caught.value.path == str(plugin / "agent_plugin.json")
+        assert "lists no tool" in str(caught.value) and caught.value.pointer == "/bash_tools"
+    config = tmp_path / "app.json"
+    config.write_text(json.dumps({"plugins": ["path:./x"], "plugin_policy": {}}))
+    done = subprocess.run(
+        [PY, "-m", "command_handle", "mcp", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "no tool to serve" in done.stderr and "'path:./x' is not a bash tool" in done.stderr

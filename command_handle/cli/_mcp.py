@@ -38,6 +38,14 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
         )
         return EXIT_REFUSED
     toolbox = load_toolbox(options)
+    if not toolbox.names():  # a server that lists nothing only answers "no tool named..."
+        for note in toolbox.skipped:
+            print(f"skipped: {note}", file=sys.stderr)
+        print(
+            f"command-handle: no tool to serve in {', '.join(options.paths)}",
+            file=sys.stderr,
+        )
+        return EXIT_REFUSED
     serve(
         toolbox,
         options.transport,

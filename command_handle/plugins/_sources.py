@@ -62,6 +62,10 @@ def descriptor_files(document: Mapping[str, Any], folder: str) -> list[tuple[str
     tools = document.get("bash_tools")
     if not isinstance(tools, list):
         raise BashToolError('bash_tools must be a list of {"file": ...}', "/bash_tools")
+    if not tools:
+        raise BashToolError(
+            'bash_tools lists no tool: a plugin has at least one {"file": ...}', "/bash_tools"
+        )
     files: list[tuple[str, str]] = []
     for index, entry in enumerate(tools):
         pointer = f"/bash_tools/{index}"
