@@ -8,6 +8,7 @@ argv, environment and stdin to the probe program.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -850,3 +851,57 @@ def test_a_plugin_or_config_that_yields_no_tool_is_never_silent(tmp_path: Path) 
     )
     assert done.returncode == 2, done.stderr
     assert "no tool to serve" in done.stderr and "'path:./x' is not a bash tool" in done.stderr
+
+
+def test_a_cache_that_cannot_be_used_is_a_load_error_naming_it(repository: Path) -> None:
+    """An unprivileged user whose cache folder is not theirs gets a load error,
+    not an exception of the file system."""
+    from .processes import unprivileged
+
+    def scenario() -> dict[str, Any]:
+        try:
+            Toolbox.load(
+                f"bash+git:{repository}#v0.1.0", allow_bash_tools=True, plugin_cache="/root/x"
+            )
+        except ToolLoadError as exc:
+            return {"error": str(exc), "type": type(exc).__name__}
+        return {"error": ""}
+
+    if os.geteuid() != 0:
+        pytest.skip("dropping to an unprivileged user needs root")
+    seen = unprivileged(scenario)
+    assert seen["type"] == "ToolLoadError", seen
+    assert "the plugin cache /root/x/git cannot be used" in seen["error"]
+    assert "plugin_cache" in seen["error"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_cache_another_user_could_write_is_not_trusted(
+    repository: Path, tmp_path: Path, cache: Path
+) -> None:
+    """A planted clone (or schema) in a cache folder that is not ours does not run."""
+    from command_handle.plugins import git_folder_name
+
+    marker = tmp_path / "planted-ran"
+    git_root = cache / "command-handle" / "git"
+    planted = git_root / git_folder_name(str(repository), "v0.1.0")
+    bash_tool(planted, schema("planted"), run=f"touch {marker}", file="planted.bash")
+    (planted / "agent_plugin.json").write_text('{"bash_tools": [{"file": "planted.bash"}]}')
+    os.chown(planted, 65534, 65534)
+    with pytest.raises(ToolLoadError, match="not private") as caught:
+        Toolbox.load(f"bash+git:{repository}#v0.1.0", allow_bash_tools=True)
+    assert str(planted) in str(caught.value)
+    os.chown(planted, 0, 0)
+    git_root.chmod(0o777)
+    with pytest.raises(ToolLoadError, match="not private"):
+        Toolbox.load(f"bash+git:{repository}#v0.1.0", allow_bash_tools=True)
+    assert not marker.exists()
+
+    # A schema planted for a script's content in a shared schema folder is not read.
+    script = bash_tool(tmp_path / "tools", schema("real_tool"))
+    schemas = cache / "command-handle" / "bash-schemas"
+    schemas.mkdir(parents=True)
+    schemas.chmod(0o777)
+    digest = hashlib.sha256(script.read_bytes()).hexdigest()
+    (schemas / f"{digest}.json").write_text(json.dumps(schema("planted_tool")))
+    assert Toolbox.load(script, allow_bash_tools=True).names() == ["real_tool"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -231,9 +232,25 @@ class BashLoader:
 
         root = self._cache_root() / "git"
         folder = root / git_folder_name(plugin.location, plugin.ref)
+        try:
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            unsafe = _not_private(root) or (folder.exists() and _not_private(folder))
+        except OSError as exc:
+            raise _error(
+                named_in,
+                f"the plugin cache {root} cannot be used ({exc.strerror}); set XDG_CACHE_HOME "
+                "or pass plugin_cache to Toolbox.load",
+                plugin.pointer,
+            ) from None
+        if unsafe:
+            raise _error(
+                named_in,
+                f"the plugin cache {unsafe} is not private (another user owns it or may "
+                "write it, and could plant a plugin there); use a cache folder of your own",
+                plugin.pointer,
+            )
         if folder.is_dir():
             return folder
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
         # The application's config asks for the clone, not the model: git runs
         # unconfined (it writes the cache and may reach the network), with the
         # Policy's search path, variables and timeout.
@@ -277,8 +294,11 @@ class BashLoader:
         return self._cache_root() / "bash-schemas" / f"{digest}.json"
 
     def _cached(self, script: bytes) -> str | None:
+        file = self._cache_file(script)
         try:
-            return self._cache_file(script).read_text(encoding="utf-8")
+            if _not_private(file.parent) or _not_private(file):
+                return None  # another user's text is no schema of ours: run it again
+            return file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
 
@@ -288,6 +308,8 @@ class BashLoader:
         target = self._cache_file(script)
         with contextlib.suppress(OSError):
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if _not_private(target.parent):
+                return
             handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".schema-")
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(text)
@@ -303,6 +325,15 @@ def tool_of(tool: BashTool, source: str) -> Tool:
         handle=tool.handle,
         bash_tool=tool,
     )
+
+
+def _not_private(path: Path) -> str:
+    """``path`` when another user owns it or may write it (a cache entry
+    someone else could have planted), else "". Raises OSError."""
+    info = path.lstat()
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022 or stat.S_ISLNK(info.st_mode):
+        return str(path)
+    return ""
 
 
 def _text(value: str | bytes | None) -> str:
