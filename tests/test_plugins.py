@@ -905,3 +905,22 @@ def test_a_cache_another_user_could_write_is_not_trusted(
     digest = hashlib.sha256(script.read_bytes()).hexdigest()
     (schemas / f"{digest}.json").write_text(json.dumps(schema("planted_tool")))
     assert Toolbox.load(script, allow_bash_tools=True).names() == ["real_tool"]
+
+
+def test_a_summary_shows_control_characters_as_escapes(tmp_path: Path) -> None:
+    """A preview line (or a handle's argv) may carry the model's words: escape
+    sequences and bidirectional overrides are shown, not obeyed, by a person's
+    terminal or page."""
+    path = bash_tool(tmp_path, schema(properties={"text": {"type": "string"}}))
+    requests: list[ApprovalRequest] = []
+    toolbox = Toolbox.load(
+        path, allow_bash_tools=True, approve=lambda request: requests.append(request) or True
+    )
+    hostile = "safe\x1b[2K\x1b[1Grm -rf ~ \u202eexe.txt\x07"
+    shown = toolbox.preview_sync("probe_tool", {"text": hostile})
+    assert shown.summary == "preview --text safe\\x1b[2K\\x1b[1Grm -rf ~ \\u202eexe.txt\\x07"
+    toolbox.call_sync("probe_tool", {"text": hostile})
+    assert requests[0].summary == shown.summary
+    handles = Toolbox.load(ROOT / "fixtures" / "handles")
+    listed = handles.preview_sync("list-directory", {"path": "a\x1b]0;x\x07"}).summary
+    assert "\x1b" not in listed and "\\x1b]0;x\\x07" in listed

@@ -23,6 +23,7 @@ import codecs
 import dataclasses
 import inspect
 import os
+import re
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
@@ -553,6 +554,7 @@ class Toolbox:
                 call.digest = plan_hash(prepared.plan)
             if preview or self._approve is not None:
                 summary = yield from self._summary(tool, args, context, credential, prepared, call)
+                summary = printable(summary)
             if preview:
                 return ToolPreview(name, call.call_id, prepared.plan, call.digest, None, summary)
             yield from self._clear(tool, args, principal, prepared, expect_plan, call, summary)
@@ -867,6 +869,18 @@ def plan_summary(plan: Mapping[str, Any]) -> str:
     if isinstance(steps, list):
         return "; ".join(str(step) for step in steps)[:_SUMMARY]
     return ""
+
+
+# What a terminal or a page would act on instead of showing: C0 and C1 controls
+# (escape sequences, carriage returns) and the bidirectional overrides that
+# reorder text (a summary may hold the model's words).
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each character a person would not see as written shown
+    as an escape (``\\x1b``, ``\\u202e``), so a summary says what it says."""
+    return _HIDDEN.sub(lambda found: found.group().encode("unicode_escape").decode(), text)
 
 
 def _as_preview(outcome: ToolResult | ToolPreview) -> ToolPreview:
