@@ -924,3 +924,15 @@ def test_a_summary_shows_control_characters_as_escapes(tmp_path: Path) -> None:
     handles = Toolbox.load(ROOT / "fixtures" / "handles")
     listed = handles.preview_sync("list-directory", {"path": "a\x1b]0;x\x07"}).summary
     assert "\x1b" not in listed and "\\x1b]0;x\\x07" in listed
+
+
+def test_call_prints_why_a_call_was_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model reads "its log says why"; at the command line the person is the
+    application, and the reason is on standard error."""
+    path = bash_tool(tmp_path, schema(environment={"LD_PRELOAD": "/tmp/x.so"}))
+    assert main(["call", str(path), "--allow-bash-tools", "--tool", "probe_tool"]) == 1
+    captured = capsys.readouterr()
+    assert "its log says why" in captured.out
+    assert "probe_tool: refused: LD_PRELOAD" in captured.err

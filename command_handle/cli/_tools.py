@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from ._common import (
@@ -15,6 +15,9 @@ from ._common import (
     run_interruptibly,
 )
 from .options import add_toolbox_flags, load_toolbox
+
+if TYPE_CHECKING:
+    from ..toolbox import AuditEvent
 
 __all__ = ["add_tools_parsers"]
 
@@ -37,8 +40,16 @@ def _cmd_tools(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _log_refusal(event: AuditEvent) -> None:
+    """The application's log, for ``call``: the model is told "its log says
+    why", and here the person at the terminal is the application."""
+    if event.kind in ("refused", "denied"):
+        why = event.details.get("reason") or event.kind
+        print(f"command-handle: {event.tool}: {event.kind}: {why}", file=sys.stderr)
+
+
 def _cmd_call(options: argparse.Namespace) -> int:
-    toolbox = load_toolbox(options)
+    toolbox = load_toolbox(options, events=_log_refusal)
     if options.tool not in toolbox:
         known = ", ".join(toolbox.names()) or "none"
         print(f"command-handle: no tool named {options.tool!r} (tools: {known})", file=sys.stderr)

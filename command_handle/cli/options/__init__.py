@@ -65,8 +65,11 @@ def load_settings(options: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def load_toolbox(options: argparse.Namespace, paths: list[str] | None = None) -> Toolbox:
-    """The Toolbox the flags describe, loaded from ``paths`` (default ``options.paths``)."""
+def load_toolbox(
+    options: argparse.Namespace, paths: list[str] | None = None, **extra: Any
+) -> Toolbox:
+    """The Toolbox the flags describe, loaded from ``paths`` (default
+    ``options.paths``); ``extra`` are more keyword arguments of ``Toolbox.load``."""
     from ...policy import Policy
     from ...toolbox import Toolbox
 
@@ -75,4 +78,5 @@ def load_toolbox(options: argparse.Namespace, paths: list[str] | None = None) ->
         *(options.paths if paths is None else paths),
         policy=Policy(**settings.policy),
         **settings.toolbox,
+        **extra,
     )
