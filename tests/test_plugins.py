@@ -936,3 +936,14 @@ def test_call_prints_why_a_call_was_refused(
     captured = capsys.readouterr()
     assert "its log says why" in captured.out
     assert "probe_tool: refused: LD_PRELOAD" in captured.err
+
+
+def test_a_tool_file_anyone_may_write_is_a_load_error(tmp_path: Path) -> None:
+    """Whoever may write the script chooses what runs, with the application's user."""
+    path = bash_tool(tmp_path, schema())
+    path.chmod(0o666)
+    with pytest.raises(ToolLoadError, match=r"every user .*chmod o-w") as caught:
+        Toolbox.load(path, allow_bash_tools=True)
+    assert caught.value.path == str(path)
+    path.chmod(0o644)
+    assert Toolbox.load(path, allow_bash_tools=True).names() == ["probe_tool"]

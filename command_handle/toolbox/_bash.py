@@ -69,6 +69,12 @@ class BashLoader:
 
         script = read_regular_file(path, _MAX_SCRIPT, HandleLoadError)
         absolute = str(path.resolve())
+        if os.stat(absolute).st_mode & stat.S_IWOTH:
+            raise _error(
+                source,
+                "every user of this machine may write this file, and so choose what runs; "
+                "remove that permission (chmod o-w)",
+            )
         cached = self._cached(script)
         text = self._schema_text(absolute, timeout) if cached is None else cached
         try:
