@@ -947,3 +947,15 @@ def test_a_tool_file_anyone_may_write_is_a_load_error(tmp_path: Path) -> None:
     assert caught.value.path == str(path)
     path.chmod(0o644)
     assert Toolbox.load(path, allow_bash_tools=True).names() == ["probe_tool"]
+
+
+def test_a_clone_made_under_a_group_umask_is_reused(repository: Path) -> None:
+    """git makes a clone with the umask's modes (0775 under umask 002): inside
+    the private cache folder, that is no one else's to write."""
+    old = os.umask(0o002)
+    try:
+        first = Toolbox.load(f"bash+git:{repository}#v0.1.0", allow_bash_tools=True)
+        again = Toolbox.load(f"bash+git:{repository}#v0.1.0", allow_bash_tools=True)
+    finally:
+        os.umask(old)
+    assert first.names() == again.names() == ["read_line_range"]

@@ -240,7 +240,11 @@ class BashLoader:
         folder = root / git_folder_name(plugin.location, plugin.ref)
         try:
             root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            unsafe = _not_private(root) or (folder.exists() and _not_private(folder))
+            # A private root is enough for its entries' modes (git makes a clone
+            # with the umask's): no one else can reach them. Their owner is checked.
+            unsafe = _not_private(root) or (
+                os.path.lexists(folder) and _not_private(folder, mode=False)
+            )
         except OSError as exc:
             raise _error(
                 named_in,
@@ -333,11 +337,13 @@ def tool_of(tool: BashTool, source: str) -> Tool:
     )
 
 
-def _not_private(path: Path) -> str:
-    """``path`` when another user owns it or may write it (a cache entry
-    someone else could have planted), else "". Raises OSError."""
+def _not_private(path: Path, *, mode: bool = True) -> str:
+    """``path`` when it is a symbolic link, another user owns it, or (with
+    ``mode``) another user may write it: a cache entry someone else could have
+    planted. Else "". Raises OSError."""
     info = path.lstat()
-    if info.st_uid != os.geteuid() or info.st_mode & 0o022 or stat.S_ISLNK(info.st_mode):
+    writable = mode and info.st_mode & 0o022
+    if info.st_uid != os.geteuid() or writable or stat.S_ISLNK(info.st_mode):
         return str(path)
     return ""
 
