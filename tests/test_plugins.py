@@ -913,9 +913,12 @@ def test_a_summary_shows_control_characters_as_escapes(tmp_path: Path) -> None:
     terminal or page."""
     path = bash_tool(tmp_path, schema(properties={"text": {"type": "string"}}))
     requests: list[ApprovalRequest] = []
-    toolbox = Toolbox.load(
-        path, allow_bash_tools=True, approve=lambda request: requests.append(request) or True
-    )
+
+    def approve(request: ApprovalRequest) -> bool:
+        requests.append(request)
+        return True
+
+    toolbox = Toolbox.load(path, allow_bash_tools=True, approve=approve)
     hostile = "safe\x1b[2K\x1b[1Grm -rf ~ \u202eexe.txt\x07"
     shown = toolbox.preview_sync("probe_tool", {"text": hostile})
     assert shown.summary == "preview --text safe\\x1b[2K\\x1b[1Grm -rf ~ \\u202eexe.txt\\x07"
