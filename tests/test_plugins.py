@@ -962,3 +962,16 @@ def test_a_clone_made_under_a_group_umask_is_reused(repository: Path) -> None:
     finally:
         os.umask(old)
     assert first.names() == again.names() == ["read_line_range"]
+
+
+@pytest.mark.parametrize("document", [{"plugins": []}, {"plugin_policy": {}}])
+def test_a_config_that_lists_no_plugin_is_a_load_error(
+    tmp_path: Path, document: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "app.json"
+    config.write_text(json.dumps(document))
+    with pytest.raises(ToolLoadError, match="lists no plugin") as caught:
+        Toolbox.load(config, allow_bash_tools=True)
+    assert caught.value.path == str(config) and caught.value.pointer == "/plugins"
+    assert main(["tools", str(config)]) == 2
+    assert capsys.readouterr().out == ""

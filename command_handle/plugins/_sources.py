@@ -85,6 +85,8 @@ def config_plugins(document: Mapping[str, Any], folder: str) -> ConfigPlugins:
     entries = document.get("plugins", [])
     if not isinstance(entries, list):
         raise BashToolError("plugins must be a list", "/plugins")
+    if not entries:  # loaded as tools, it would load nothing and say nothing
+        raise BashToolError("the config lists no plugin (plugins is absent or empty)", "/plugins")
     sources: list[PluginSource] = []
     others: list[str] = []
     for index, entry in enumerate(entries):
