@@ -975,3 +975,30 @@ def test_a_config_that_lists_no_plugin_is_a_load_error(
     assert caught.value.path == str(config) and caught.value.pointer == "/plugins"
     assert main(["tools", str(config)]) == 2
     assert capsys.readouterr().out == ""
+
+
+def test_events_name_the_preview_and_error_runs(tmp_path: Path) -> None:
+    """The preview runs before the approval: its events say it was the preview,
+    so an audit log does not show the tool running before it was approved."""
+    path = bash_tool(tmp_path, schema(), run="exit 3", error='echo "formatted"')
+    events: list[AuditEvent] = []
+    toolbox = Toolbox.load(
+        path, allow_bash_tools=True, approve=lambda request: True, events=events.append
+    )
+    result = toolbox.call_sync("probe_tool", {})
+    assert result.is_error and result.content == "formatted"
+    seen = [
+        (event.kind, event.details.get("subcommand", ""))
+        for event in events
+        if event.kind != "loaded"
+    ]
+    assert seen == [
+        ("spawned", "preview"),
+        ("exited", "preview"),
+        ("approved", ""),
+        ("spawned", ""),
+        ("exited", ""),
+        ("spawned", "error"),
+        ("exited", "error"),
+    ]
+    assert events[-1].details["exit_code"] == 0 and events[-3].details["exit_code"] == 3
