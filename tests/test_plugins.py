@@ -1002,3 +1002,15 @@ def test_events_name_the_preview_and_error_runs(tmp_path: Path) -> None:
         ("exited", "error"),
     ]
     assert events[-1].details["exit_code"] == 0 and events[-3].details["exit_code"] == 3
+
+
+def test_a_failing_schema_s_message_is_shown_not_obeyed(tmp_path: Path) -> None:
+    """The last line of a failing schema's stderr reaches the operator's
+    terminal in the load error: its escape sequences are shown as text."""
+    path = tmp_path / "loud.bash"
+    path.write_text('printf "\\033]0;retitled\\007\\033[2Jcleared\\n" >&2; exit 3\n')
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(path, allow_bash_tools=True)
+    message = str(caught.value)
+    assert "\x1b" not in message and "\x07" not in message
+    assert "exit status 3: \\x1b]0;retitled\\x07\\x1b[2Jcleared" in message

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .._documents import read_regular_file
 from ..errors import HandleError, HandleLoadError
 from ..policy import Policy
+from ._printable import printable
 from ._tool import Tool
 
 if TYPE_CHECKING:
@@ -225,7 +226,8 @@ class BashLoader:
         if result.exit_code != 0:
             why = _text(result.stderr).strip().splitlines()[-1:] or ["no message"]
             raise _error(
-                file, f"`schema` failed with exit status {result.exit_code}: {why[0][:300]}"
+                file,
+                f"`schema` failed with exit status {result.exit_code}: {printable(why[0][:300])}",
             )
         text = _text(result.stdout)
         if result.stdout_truncated or len(text) > _MAX_SCHEMA:
@@ -281,7 +283,8 @@ class BashLoader:
                     why = _text(result.stderr).strip().splitlines()[-1:] or ["no message"]
                     raise _error(
                         named_in,
-                        f"git could not get {plugin.location} at {plugin.ref!r}: {why[0][:300]}",
+                        f"git could not get {plugin.location} at {plugin.ref!r}: "
+                        f"{printable(why[0][:300])}",
                         plugin.pointer,
                     )
             with contextlib.suppress(FileExistsError, OSError):

@@ -23,7 +23,6 @@ import codecs
 import dataclasses
 import inspect
 import os
-import re
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
@@ -45,6 +44,7 @@ from ._calls import PreparedToolCall
 from ._events import Emitter, EventSink
 from ._formats import describe_tool
 from ._load import ToolLoadError, load_tools
+from ._printable import printable
 from ._result import ToolResult, command_content, shown_result
 from ._tool import Tool
 
@@ -882,18 +882,6 @@ def plan_summary(plan: Mapping[str, Any]) -> str:
     if isinstance(steps, list):
         return "; ".join(str(step) for step in steps)[:_SUMMARY]
     return ""
-
-
-# What a terminal or a page would act on instead of showing: C0 and C1 controls
-# (escape sequences, carriage returns) and the bidirectional overrides that
-# reorder text (a summary may hold the model's words).
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """``text`` with each character a person would not see as written shown
-    as an escape (``\\x1b``, ``\\u202e``), so a summary says what it says."""
-    return _HIDDEN.sub(lambda found: found.group().encode("unicode_escape").decode(), text)
 
 
 def _as_preview(outcome: ToolResult | ToolPreview) -> ToolPreview:
