@@ -1014,3 +1014,16 @@ def test_a_failing_schema_s_message_is_shown_not_obeyed(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "\x1b" not in message and "\x07" not in message
     assert "exit status 3: \\x1b]0;retitled\\x07\\x1b[2Jcleared" in message
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_tool_file_of_another_user_is_a_load_error(tmp_path: Path) -> None:
+    """Its owner could change what runs as this user: a tool file is this user's
+    or root's, as ssh asks of the files it trusts."""
+    path = bash_tool(tmp_path, schema())
+    os.chown(path, 65534, 65534)
+    with pytest.raises(ToolLoadError, match=r"another user \(uid 65534\)") as caught:
+        Toolbox.load(path, allow_bash_tools=True)
+    assert caught.value.path == str(path)
+    os.chown(path, 0, 0)
+    assert Toolbox.load(path, allow_bash_tools=True).names() == ["probe_tool"]

@@ -70,11 +70,18 @@ class BashLoader:
 
         script = read_regular_file(path, _MAX_SCRIPT, HandleLoadError)
         absolute = str(path.resolve())
-        if os.stat(absolute).st_mode & stat.S_IWOTH:
+        info = os.stat(absolute)
+        if info.st_mode & stat.S_IWOTH:
             raise _error(
                 source,
                 "every user of this machine may write this file, and so choose what runs; "
                 "remove that permission (chmod o-w)",
+            )
+        if info.st_uid not in (0, os.geteuid()):
+            raise _error(
+                source,
+                f"the file belongs to another user (uid {info.st_uid}), who may change what "
+                "runs as this one; a tool file is this user's or root's (chown it)",
             )
         cached = self._cached(script)
         text = self._schema_text(absolute, timeout) if cached is None else cached
