@@ -561,7 +561,7 @@ class Toolbox:
             if preview:
                 return ToolPreview(name, call.call_id, prepared.plan, call.digest, None, summary)
             yield from self._clear(tool, args, principal, prepared, expect_plan, call, summary)
-            if tool.bash_tool is not None:
+            if tool.bash_tool is not None and self._approve is not None:
                 # The script may have been edited while the approver looked at its plan.
                 tool.bash_tool.check_unchanged()
             ran = yield _Run(prepared, call.emit, call.secrets)
