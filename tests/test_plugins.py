@@ -1027,3 +1027,14 @@ def test_a_tool_file_of_another_user_is_a_load_error(tmp_path: Path) -> None:
     assert caught.value.path == str(path)
     os.chown(path, 0, 0)
     assert Toolbox.load(path, allow_bash_tools=True).names() == ["probe_tool"]
+
+
+def test_a_fifo_in_the_tool_file_s_place_is_refused_without_hanging(tmp_path: Path) -> None:
+    path = bash_tool(tmp_path, schema(), run="echo original")
+    toolbox = Toolbox.load(path, allow_bash_tools=True)
+    path.unlink()
+    os.mkfifo(path)
+    started = time.monotonic()
+    result = toolbox.call_sync("probe_tool", {})
+    assert result.is_error and "Nothing ran" in result.content
+    assert time.monotonic() - started < 30

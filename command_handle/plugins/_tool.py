@@ -12,7 +12,9 @@ executor runs it like any other call.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -112,8 +114,12 @@ class BashTool:
         if not self.digest:
             return
         try:
-            with open(self.file, "rb") as script:
-                current = hashlib.sha256(script.read(_MAX_SCRIPT + 1)).hexdigest()
+            # Without blocking: a FIFO put in the file's place must not hang the call.
+            fd = os.open(self.file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            with open(fd, "rb") as script:
+                regular = stat.S_ISREG(os.fstat(fd).st_mode)
+                read = script.read(_MAX_SCRIPT + 1) if regular else b""
+                current = hashlib.sha256(read).hexdigest() if regular else ""
         except OSError:
             current = ""
         if current != self.digest:
