@@ -8,6 +8,7 @@ argv, environment and stdin to the probe program.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -751,3 +752,317 @@ def test_a_bash_tool_s_bad_session_is_a_load_error_with_its_pointer(tmp_path: Pa
     with pytest.raises(ToolLoadError) as refused:
         Toolbox.load(path, allow_bash_tools=True)
     assert refused.value.pointer == "/session/ready" and str(path) in str(refused.value)
+
+
+# -- found by attacking the loader and the call flow as an outsider -------------------
+
+
+def test_a_script_edited_while_the_approver_looks_does_not_run(tmp_path: Path) -> None:
+    """The file is checked again after the approver's yes, right before the run."""
+    marker = tmp_path / "ran"
+    path = bash_tool(tmp_path, schema(), run="echo original")
+
+    def approve(request: ApprovalRequest) -> bool:
+        path.write_text(path.read_text().replace("echo original", f"touch {marker}"))
+        return True
+
+    events: list[AuditEvent] = []
+    toolbox = Toolbox.load(path, allow_bash_tools=True, approve=approve, events=events.append)
+    result = toolbox.call_sync("probe_tool", {})
+    assert result.is_error and "Nothing ran" in result.content and not marker.exists()
+    assert [event.kind for event in events][-2:] == ["approved", "refused"]
+    assert "changed or went away" in events[-1].details["reason"]
+
+
+def test_a_config_found_in_a_folder_does_not_allow_its_own_bash_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config dropped into a folder of tools is like a .bash file dropped
+    there: its plugin_policy counts only when the application names it."""
+    marker = tmp_path / "schema-ran"
+    script = tmp_path / "elsewhere" / "tool.bash"
+    script.parent.mkdir()
+    script.write_text(f"touch {marker}\n")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    config = {"plugins": [f"bash:{script}"], "plugin_policy": {"allow_bash_tools": True}}
+    (tools / "app.json").write_text(json.dumps(config))
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(tools)
+    assert caught.value.path == str(tools / "app.json") and caught.value.pointer == "/plugins/0"
+    assert "found in a folder" in str(caught.value) and "--allow-bash-tools" in str(caught.value)
+    assert main(["validate", str(tools)]) == 2
+    assert "found in a folder" in capsys.readouterr().err
+    assert main(["tools", str(tools)]) == 2
+    assert not marker.exists()
+    with pytest.raises(ToolLoadError, match="printed nothing"):  # named: the application's
+        Toolbox.load(tools / "app.json")
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink", "linked-folder"])
+def test_a_plugin_s_descriptor_names_only_files_in_its_folder(tmp_path: Path, how: str) -> None:
+    """A plugin (a git clone, say) cannot make this machine run one of its other
+    files: not through "..", an absolute path or a symbolic link."""
+    marker = tmp_path / "ran"
+    outside = tmp_path / "outside" / "other.bash"
+    outside.parent.mkdir()
+    outside.write_text(f"touch {marker}\n")
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    listed = {
+        "dotdot": "../outside/other.bash",
+        "absolute": str(outside),
+        "symlink": "tool.bash",
+        "linked-folder": "lib/other.bash",
+    }[how]
+    if how == "symlink":
+        (plugin / "tool.bash").symlink_to(outside)
+    if how == "linked-folder":
+        (plugin / "lib").symlink_to(outside.parent)
+    (plugin / "agent_plugin.json").write_text(json.dumps({"bash_tools": [{"file": listed}]}))
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(plugin, allow_bash_tools=True)
+    assert caught.value.path == str(plugin / "agent_plugin.json")
+    assert caught.value.pointer == "/bash_tools/0/file"
+    assert "outside the plugin's folder" in str(caught.value)
+    assert not marker.exists()
+
+
+def test_a_relative_git_path_is_the_document_s_and_control_characters_are_refused(
+    repository: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path
+) -> None:
+    """git runs in the cache folder: a relative path must not be read from there,
+    and two documents' "./repo" are two repositories, two cache folders."""
+    config = {
+        "plugins": [{"bash_tool": {"git": "./repo", "ref": "v0.1.0"}}],
+        "plugin_policy": {"allow_bash_tools": True},
+    }
+    (tmp_path / "app.json").write_text(json.dumps(config))
+    assert Toolbox.load(tmp_path / "app.json").names() == ["read_line_range"]
+    monkeypatch.chdir(tmp_path)
+    assert Toolbox.load("bash+git:repo#v0.1.0", allow_bash_tools=True).names() == [
+        "read_line_range"
+    ]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "app.json").write_text(json.dumps(config))  # its ./repo does not exist
+    with pytest.raises(ToolLoadError, match="could not get"):
+        Toolbox.load(other / "app.json")
+    for ref in ("v0.1.0\n--upload-pack=x", "v0.1.0\x00x"):
+        with pytest.raises(ToolLoadError, match="control characters"):
+            Toolbox.load(f"bash+git:{repository}#{ref}", allow_bash_tools=True)
+    assert len(list((cache / "command-handle" / "git").iterdir())) == 1
+
+
+def test_a_plugin_or_config_that_yields_no_tool_is_never_silent(tmp_path: Path) -> None:
+    """An agent_plugin.json listing nothing is an error in every form; an MCP
+    server with nothing to serve does not start, and says what it skipped."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "agent_plugin.json").write_text('{"bash_tools": []}')
+    for given in (plugin, plugin / "agent_plugin.json", f"bash:{plugin}"):
+        with pytest.raises(ToolLoadError) as caught:
+            Toolbox.load(given, allow_bash_tools=True)
+        assert caught.value.path == str(plugin / "agent_plugin.json")
+        assert "lists no tool" in str(caught.value) and caught.value.pointer == "/bash_tools"
+    config = tmp_path / "app.json"
+    config.write_text(json.dumps({"plugins": ["path:./x"], "plugin_policy": {}}))
+    done = subprocess.run(
+        [PY, "-m", "command_handle", "mcp", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "no tool to serve" in done.stderr and "'path:./x' is not a bash tool" in done.stderr
+
+
+def test_a_cache_that_cannot_be_used_is_a_load_error_naming_it(repository: Path) -> None:
+    """An unprivileged user whose cache folder is not theirs gets a load error,
+    not an exception of the file system."""
+    from .processes import unprivileged
+
+    def scenario() -> dict[str, Any]:
+        try:
+            Toolbox.load(
+                f"bash+git:{repository}#v0.1.0", allow_bash_tools=True, plugin_cache="/root/x"
+            )
+        except ToolLoadError as exc:
+            return {"error": str(exc), "type": type(exc).__name__}
+        return {"error": ""}
+
+    if os.geteuid() != 0:
+        pytest.skip("dropping to an unprivileged user needs root")
+    seen = unprivileged(scenario)
+    assert seen["type"] == "ToolLoadError", seen
+    assert "the plugin cache /root/x/git cannot be used" in seen["error"]
+    assert "plugin_cache" in seen["error"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_cache_another_user_could_write_is_not_trusted(
+    repository: Path, tmp_path: Path, cache: Path
+) -> None:
+    """A planted clone (or schema) in a cache folder that is not ours does not run."""
+    from command_handle.plugins import git_folder_name
+
+    marker = tmp_path / "planted-ran"
+    git_root = cache / "command-handle" / "git"
+    planted = git_root / git_folder_name(str(repository), "v0.1.0")
+    bash_tool(planted, schema("planted"), run=f"touch {marker}", file="planted.bash")
+    (planted / "agent_plugin.json").write_text('{"bash_tools": [{"file": "planted.bash"}]}')
+    os.chown(planted, 65534, 65534)
+    with pytest.raises(ToolLoadError, match="not private") as caught:
+        Toolbox.load(f"bash+git:{repository}#v0.1.0", allow_bash_tools=True)
+    assert str(planted) in str(caught.value)
+    os.chown(planted, 0, 0)
+    git_root.chmod(0o777)
+    with pytest.raises(ToolLoadError, match="not private"):
+        Toolbox.load(f"bash+git:{repository}#v0.1.0", allow_bash_tools=True)
+    assert not marker.exists()
+
+    # A schema planted for a script's content in a shared schema folder is not read.
+    script = bash_tool(tmp_path / "tools", schema("real_tool"))
+    schemas = cache / "command-handle" / "bash-schemas"
+    schemas.mkdir(parents=True)
+    schemas.chmod(0o777)
+    digest = hashlib.sha256(script.read_bytes()).hexdigest()
+    (schemas / f"{digest}.json").write_text(json.dumps(schema("planted_tool")))
+    assert Toolbox.load(script, allow_bash_tools=True).names() == ["real_tool"]
+
+
+def test_a_summary_shows_control_characters_as_escapes(tmp_path: Path) -> None:
+    """A preview line (or a handle's argv) may carry the model's words: escape
+    sequences and bidirectional overrides are shown, not obeyed, by a person's
+    terminal or page."""
+    path = bash_tool(tmp_path, schema(properties={"text": {"type": "string"}}))
+    requests: list[ApprovalRequest] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        requests.append(request)
+        return True
+
+    toolbox = Toolbox.load(path, allow_bash_tools=True, approve=approve)
+    hostile = "safe\x1b[2K\x1b[1Grm -rf ~ \u202eexe.txt\x07"
+    shown = toolbox.preview_sync("probe_tool", {"text": hostile})
+    assert shown.summary == "preview --text safe\\x1b[2K\\x1b[1Grm -rf ~ \\u202eexe.txt\\x07"
+    toolbox.call_sync("probe_tool", {"text": hostile})
+    assert requests[0].summary == shown.summary
+    handles = Toolbox.load(ROOT / "fixtures" / "handles")
+    listed = handles.preview_sync("list-directory", {"path": "a\x1b]0;x\x07"}).summary
+    assert "\x1b" not in listed and "\\x1b]0;x\\x07" in listed
+
+
+def test_call_prints_why_a_call_was_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model reads "its log says why"; at the command line the person is the
+    application, and the reason is on standard error."""
+    path = bash_tool(tmp_path, schema(environment={"LD_PRELOAD": "/tmp/x.so"}))
+    assert (
+        main(["call", str(path), "--allow-bash-tools", "--tool", "probe_tool"]) == 2
+    )  # refused: nothing ran
+    captured = capsys.readouterr()
+    assert "its log says why" in captured.out
+    assert "probe_tool: refused: LD_PRELOAD" in captured.err
+
+
+def test_a_tool_file_anyone_may_write_is_a_load_error(tmp_path: Path) -> None:
+    """Whoever may write the script chooses what runs, with the application's user."""
+    path = bash_tool(tmp_path, schema())
+    path.chmod(0o666)
+    with pytest.raises(ToolLoadError, match=r"every user .*chmod o-w") as caught:
+        Toolbox.load(path, allow_bash_tools=True)
+    assert caught.value.path == str(path)
+    path.chmod(0o644)
+    assert Toolbox.load(path, allow_bash_tools=True).names() == ["probe_tool"]
+
+
+def test_a_clone_made_under_a_group_umask_is_reused(repository: Path) -> None:
+    """git makes a clone with the umask's modes (0775 under umask 002): inside
+    the private cache folder, that is no one else's to write."""
+    old = os.umask(0o002)
+    try:
+        first = Toolbox.load(f"bash+git:{repository}#v0.1.0", allow_bash_tools=True)
+        again = Toolbox.load(f"bash+git:{repository}#v0.1.0", allow_bash_tools=True)
+    finally:
+        os.umask(old)
+    assert first.names() == again.names() == ["read_line_range"]
+
+
+@pytest.mark.parametrize("document", [{"plugins": []}, {"plugin_policy": {}}])
+def test_a_config_that_lists_no_plugin_is_a_load_error(
+    tmp_path: Path, document: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "app.json"
+    config.write_text(json.dumps(document))
+    with pytest.raises(ToolLoadError, match="lists no plugin") as caught:
+        Toolbox.load(config, allow_bash_tools=True)
+    assert caught.value.path == str(config) and caught.value.pointer == "/plugins"
+    assert main(["tools", str(config)]) == 2
+    assert capsys.readouterr().out == ""
+
+
+def test_events_name_the_preview_and_error_runs(tmp_path: Path) -> None:
+    """The preview runs before the approval: its events say it was the preview,
+    so an audit log does not show the tool running before it was approved."""
+    path = bash_tool(tmp_path, schema(), run="exit 3", error='echo "formatted"')
+    events: list[AuditEvent] = []
+    toolbox = Toolbox.load(
+        path, allow_bash_tools=True, approve=lambda request: True, events=events.append
+    )
+    result = toolbox.call_sync("probe_tool", {})
+    assert result.is_error and result.content == "formatted"
+    seen = [
+        (event.kind, event.details.get("subcommand", ""))
+        for event in events
+        if event.kind != "loaded"
+    ]
+    assert seen == [
+        ("spawned", "preview"),
+        ("exited", "preview"),
+        ("approved", ""),
+        ("spawned", ""),
+        ("exited", ""),
+        ("spawned", "error"),
+        ("exited", "error"),
+    ]
+    assert events[-1].details["exit_code"] == 0 and events[-3].details["exit_code"] == 3
+
+
+def test_a_failing_schema_s_message_is_shown_not_obeyed(tmp_path: Path) -> None:
+    """The last line of a failing schema's stderr reaches the operator's
+    terminal in the load error: its escape sequences are shown as text."""
+    path = tmp_path / "loud.bash"
+    path.write_text('printf "\\033]0;retitled\\007\\033[2Jcleared\\n" >&2; exit 3\n')
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(path, allow_bash_tools=True)
+    message = str(caught.value)
+    assert "\x1b" not in message and "\x07" not in message
+    assert "exit status 3: \\x1b]0;retitled\\x07\\x1b[2Jcleared" in message
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_tool_file_of_another_user_is_a_load_error(tmp_path: Path) -> None:
+    """Its owner could change what runs as this user: a tool file is this user's
+    or root's, as ssh asks of the files it trusts."""
+    path = bash_tool(tmp_path, schema())
+    os.chown(path, 65534, 65534)
+    with pytest.raises(ToolLoadError, match=r"another user \(uid 65534\)") as caught:
+        Toolbox.load(path, allow_bash_tools=True)
+    assert caught.value.path == str(path)
+    os.chown(path, 0, 0)
+    assert Toolbox.load(path, allow_bash_tools=True).names() == ["probe_tool"]
+
+
+def test_a_fifo_in_the_tool_file_s_place_is_refused_without_hanging(tmp_path: Path) -> None:
+    path = bash_tool(tmp_path, schema(), run="echo original")
+    toolbox = Toolbox.load(path, allow_bash_tools=True)
+    path.unlink()
+    os.mkfifo(path)
+    started = time.monotonic()
+    result = toolbox.call_sync("probe_tool", {})
+    assert result.is_error and "Nothing ran" in result.content
+    assert time.monotonic() - started < 30

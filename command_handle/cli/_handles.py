@@ -174,7 +174,7 @@ def _cmd_validate(options: argparse.Namespace) -> int:
         failed = False
         for path in files:
             try:
-                tools, notes = load_tools([path], **settings)
+                tools, notes = load_tools([path], in_folder=Path(given).is_dir(), **settings)
             except HandleError as exc:
                 print(
                     str(exc) if isinstance(exc, ToolLoadError) else f"{path}: {exc}",

@@ -43,6 +43,14 @@ def _cmd_mcp(options: argparse.Namespace) -> int:
     # The server's log (stderr) says why a call was refused; the client is told
     # only that nothing ran and the application must act.
     toolbox = load_toolbox(options, events=why_refused)
+    if not toolbox.names():  # a server that lists nothing only answers "no tool named..."
+        for note in toolbox.skipped:
+            print(f"skipped: {note}", file=sys.stderr)
+        print(
+            f"command-handle: no tool to serve in {', '.join(options.paths)}",
+            file=sys.stderr,
+        )
+        return EXIT_REFUSED
     serve(
         toolbox,
         options.transport,

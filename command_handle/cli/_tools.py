@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from ._common import (
@@ -15,6 +15,9 @@ from ._common import (
     run_interruptibly,
 )
 from .options import add_toolbox_flags, load_toolbox
+
+if TYPE_CHECKING:
+    from ..toolbox import AuditEvent
 
 __all__ = ["add_tools_parsers", "why_refused"]
 
@@ -37,13 +40,14 @@ def _cmd_tools(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def why_refused(event: Any) -> None:
-    """The operator is told why a call was refused, which the model is not (a
-    missing variable, a Policy refusal): the reason, redacted, on stderr."""
-    if event.kind == "refused" and event.details.get("reason"):
+def why_refused(event: AuditEvent) -> None:
+    """The operator is told why a call was refused or denied, which the model is
+    not (a missing variable, a Policy refusal): the reason, redacted, on stderr.
+    For ``call`` the person at the terminal is the application."""
+    if event.kind in ("refused", "denied"):
         detail = event.details.get("detail")
-        reason = event.details["reason"] + (f" ({detail})" if detail else "")
-        print(f"command-handle: {event.tool}: refused: {reason}", file=sys.stderr)
+        reason = (event.details.get("reason") or event.kind) + (f" ({detail})" if detail else "")
+        print(f"command-handle: {event.tool}: {event.kind}: {reason}", file=sys.stderr)
 
 
 def _cmd_call(options: argparse.Namespace) -> int:

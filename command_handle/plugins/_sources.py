@@ -62,6 +62,10 @@ def descriptor_files(document: Mapping[str, Any], folder: str) -> list[tuple[str
     tools = document.get("bash_tools")
     if not isinstance(tools, list):
         raise BashToolError('bash_tools must be a list of {"file": ...}', "/bash_tools")
+    if not tools:
+        raise BashToolError(
+            'bash_tools lists no tool: a plugin has at least one {"file": ...}', "/bash_tools"
+        )
     files: list[tuple[str, str]] = []
     for index, entry in enumerate(tools):
         pointer = f"/bash_tools/{index}"
@@ -81,6 +85,8 @@ def config_plugins(document: Mapping[str, Any], folder: str) -> ConfigPlugins:
     entries = document.get("plugins", [])
     if not isinstance(entries, list):
         raise BashToolError("plugins must be a list", "/plugins")
+    if not entries:  # loaded as tools, it would load nothing and say nothing
+        raise BashToolError("the config lists no plugin (plugins is absent or empty)", "/plugins")
     sources: list[PluginSource] = []
     others: list[str] = []
     for index, entry in enumerate(entries):
@@ -108,7 +114,7 @@ def shortcut(text: str, folder: str, pointer: str = "") -> PluginSource | None:
         url, _, ref = text[len("bash+git:") :].rpartition("#")
         if not url or not ref:
             raise BashToolError(f"{text!r} needs a ref: bash+git:URL#REF", pointer)
-        return _git(url, ref, pointer)
+        return _git(url, ref, pointer, folder)
     if text.startswith("bash:"):
         path = text[len("bash:") :]
         if not path:
@@ -159,18 +165,33 @@ def _bash_tool(spec: object, folder: str, pointer: str) -> PluginSource:
             raise BashToolError(
                 "a git plugin needs a ref (a tag, branch or commit)", f"{pointer}/ref"
             )
-        return _git(value, ref, pointer)
+        return _git(value, ref, pointer, folder)
     return PluginSource(
         "file" if key == "file" else "path", _within(folder, value), pointer=pointer
     )
 
 
-def _git(url: str, ref: str, pointer: str) -> PluginSource:
+def _git(url: str, ref: str, pointer: str, folder: str) -> PluginSource:
     if url.startswith("-") or ref.startswith("-"):
         raise BashToolError("a git URL or ref must not begin with '-'", pointer)
     if url.startswith("ext::") or "::" in url.split("/", 1)[0]:
         raise BashToolError("git remote helpers (TRANSPORT::ADDRESS) are not allowed", pointer)
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in url + ref):
+        raise BashToolError("a git URL or ref must not hold control characters", pointer)
+    if _local(url):
+        # A path is the document's, like its other paths: git itself runs in the
+        # cache folder, and the cache is keyed by what names one repository.
+        url = _within(folder, url)
     return PluginSource("git", url, ref, pointer)
+
+
+def _local(url: str) -> bool:
+    """Whether git reads ``url`` as a path: no ``scheme://``, and no
+    ``host:path`` (a colon before the first slash)."""
+    if "://" in url:
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    return colon < 0 or 0 <= slash < colon
 
 
 def _within(folder: str, path: str) -> str:

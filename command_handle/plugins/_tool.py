@@ -12,7 +12,9 @@ executor runs it like any other call.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,7 +83,7 @@ class BashTool:
         values); ``exit_code`` and ``timed_out`` (the timeout, in seconds) are
         for ``error``. Raises a :class:`~command_handle.errors.HandleError`."""
         self.handle.validate_arguments(args)  # the schema's words first, then the mode's
-        self._check_unchanged()
+        self.check_unchanged()
         tokens, stdin = modes.MODES[self.args_mode](self, args)
         head = [self.file, subcommand]
         if subcommand == "error":
@@ -104,14 +106,20 @@ class BashTool:
             context["env:AGENT_TOOL_TIMEOUT_SECONDS"] = f"{timed_out:g}"
         return self.handle.prepare(args, policy, context=context, credential=credential)
 
-    def _check_unchanged(self) -> None:
+    def check_unchanged(self) -> None:
         """What runs is the file whose schema was checked (and whose plan an
-        approver saw): an edited or replaced file is refused until reloaded."""
+        approver saw): an edited or replaced file is refused until reloaded.
+        Checked when a call is prepared and again right before it runs, after
+        the approver's answer. Raises a :class:`~command_handle.errors.CommandError`."""
         if not self.digest:
             return
         try:
-            with open(self.file, "rb") as script:
-                current = hashlib.sha256(script.read(_MAX_SCRIPT + 1)).hexdigest()
+            # Without blocking: a FIFO put in the file's place must not hang the call.
+            fd = os.open(self.file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            with open(fd, "rb") as script:
+                regular = stat.S_ISREG(os.fstat(fd).st_mode)
+                read = script.read(_MAX_SCRIPT + 1) if regular else b""
+                current = hashlib.sha256(read).hexdigest() if regular else ""
         except OSError:
             current = ""
         if current != self.digest:
@@ -136,6 +144,8 @@ def parse_schema(
     """The tool ``file`` describes with ``text`` (what ``bash FILE schema``
     printed), every rule of the contract checked. ``timeout`` is the
     configuration's ``bash_timeout_seconds``. Raises :class:`BashToolError`."""
+    if not text.strip():
+        raise BashToolError("`schema` printed nothing; it must print the tool's JSON object")
     try:
         schema = _json.loads(text)
     except _json.JSONDecodeError as exc:

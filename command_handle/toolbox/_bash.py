@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .._documents import read_regular_file
 from ..errors import HandleError, HandleLoadError
 from ..policy import Policy
+from ._printable import printable
 from ._tool import Tool
 
 if TYPE_CHECKING:
@@ -68,6 +70,19 @@ class BashLoader:
 
         script = read_regular_file(path, _MAX_SCRIPT, HandleLoadError)
         absolute = str(path.resolve())
+        info = os.stat(absolute)
+        if info.st_mode & stat.S_IWOTH:
+            raise _error(
+                source,
+                "every user of this machine may write this file, and so choose what runs; "
+                "remove that permission (chmod o-w)",
+            )
+        if info.st_uid not in (0, os.geteuid()):
+            raise _error(
+                source,
+                f"the file belongs to another user (uid {info.st_uid}), who may change what "
+                "runs as this one; a tool file is this user's or root's (chown it)",
+            )
         cached = self._cached(script)
         text = self._schema_text(absolute, timeout) if cached is None else cached
         try:
@@ -115,15 +130,31 @@ class BashLoader:
         except BashToolError as exc:
             raise _error(str(file), exc.message, exc.pointer) from None
         tools = []
+        root = os.path.realpath(file.parent)
         for script, pointer in listed:
+            # A plugin (a git clone, say) names its own files: not a path of this
+            # machine through "..", an absolute path or a symbolic link.
+            real = os.path.realpath(script)
+            if os.path.commonpath([root, real]) != root:
+                raise _error(
+                    str(file),
+                    f"lists {script}, which is outside the plugin's folder {file.parent} "
+                    f"(it resolves to {real}); a plugin's tools are files in its folder",
+                    pointer,
+                )
             if not Path(script).is_file():
                 raise _error(str(file), f"lists {script}, which is no file", pointer)
             tools.append(self.file(Path(script), allowed=allowed, timeout=timeout))
         return tools
 
-    def config(self, document: dict[str, Any], file: Path, skipped: list[str]) -> list[Tool]:
+    def config(
+        self, document: dict[str, Any], file: Path, skipped: list[str], *, named: bool = True
+    ) -> list[Tool]:
         """The bash tools of an application config, with its ``plugin_policy``;
-        its other plugins are listed in ``skipped``, with why."""
+        its other plugins are listed in ``skipped``, with why. Its own
+        ``allow_bash_tools`` counts only when the config was ``named`` by the
+        application: one found in a folder of tools is like a ``.bash`` file
+        found there, and needs the application's switch."""
         from ..plugins import BashToolError, config_plugins
 
         try:
@@ -131,9 +162,16 @@ class BashLoader:
         except BashToolError as exc:
             raise _error(str(file), exc.message, exc.pointer) from None
         skipped += [f"{file}{other}" for other in found.others]
-        allowed = found.policy.allow_bash_tools
+        allowed = found.policy.allow_bash_tools and named
         if found.sources and not (self.allow or allowed):
-            raise _error(str(file), f"lists bash tools; {_SWITCH}", found.sources[0].pointer)
+            why = _SWITCH
+            if found.policy.allow_bash_tools:
+                why = (
+                    "its plugin_policy.allow_bash_tools counts only for a config named "
+                    "itself, not one found in a folder; pass --allow-bash-tools "
+                    "(Toolbox.load(..., allow_bash_tools=True)) or name the config"
+                )
+            raise _error(str(file), f"lists bash tools; {why}", found.sources[0].pointer)
         tools: list[Tool] = []
         for plugin in found.sources:
             tools += self.source(
@@ -195,7 +233,8 @@ class BashLoader:
         if result.exit_code != 0:
             why = _text(result.stderr).strip().splitlines()[-1:] or ["no message"]
             raise _error(
-                file, f"`schema` failed with exit status {result.exit_code}: {why[0][:300]}"
+                file,
+                f"`schema` failed with exit status {result.exit_code}: {printable(why[0][:300])}",
             )
         text = _text(result.stdout)
         if result.stdout_truncated or len(text) > _MAX_SCHEMA:
@@ -208,9 +247,29 @@ class BashLoader:
 
         root = self._cache_root() / "git"
         folder = root / git_folder_name(plugin.location, plugin.ref)
+        try:
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # A private root is enough for its entries' modes (git makes a clone
+            # with the umask's): no one else can reach them. Their owner is checked.
+            unsafe = _not_private(root) or (
+                os.path.lexists(folder) and _not_private(folder, mode=False)
+            )
+        except OSError as exc:
+            raise _error(
+                named_in,
+                f"the plugin cache {root} cannot be used ({exc.strerror}); set XDG_CACHE_HOME "
+                "or pass plugin_cache to Toolbox.load",
+                plugin.pointer,
+            ) from None
+        if unsafe:
+            raise _error(
+                named_in,
+                f"the plugin cache {unsafe} is not private (another user owns it or may "
+                "write it, and could plant a plugin there); use a cache folder of your own",
+                plugin.pointer,
+            )
         if folder.is_dir():
             return folder
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
         # The application's config asks for the clone, not the model: git runs
         # unconfined (it writes the cache and may reach the network), with the
         # Policy's search path, variables and timeout.
@@ -231,7 +290,8 @@ class BashLoader:
                     why = _text(result.stderr).strip().splitlines()[-1:] or ["no message"]
                     raise _error(
                         named_in,
-                        f"git could not get {plugin.location} at {plugin.ref!r}: {why[0][:300]}",
+                        f"git could not get {plugin.location} at {plugin.ref!r}: "
+                        f"{printable(why[0][:300])}",
                         plugin.pointer,
                     )
             with contextlib.suppress(FileExistsError, OSError):
@@ -254,8 +314,11 @@ class BashLoader:
         return self._cache_root() / "bash-schemas" / f"{digest}.json"
 
     def _cached(self, script: bytes) -> str | None:
+        file = self._cache_file(script)
         try:
-            return self._cache_file(script).read_text(encoding="utf-8")
+            if _not_private(file.parent) or _not_private(file):
+                return None  # another user's text is no schema of ours: run it again
+            return file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
 
@@ -265,6 +328,8 @@ class BashLoader:
         target = self._cache_file(script)
         with contextlib.suppress(OSError):
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if _not_private(target.parent):
+                return
             handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".schema-")
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(text)
@@ -281,6 +346,17 @@ def tool_of(tool: BashTool, source: str) -> Tool:
         bash_tool=tool,
         session=None if tool.handle.session is None else tool.handle.session.settings(),
     )
+
+
+def _not_private(path: Path, *, mode: bool = True) -> str:
+    """``path`` when it is a symbolic link, another user owns it, or (with
+    ``mode``) another user may write it: a cache entry someone else could have
+    planted. Else "". Raises OSError."""
+    info = path.lstat()
+    writable = mode and info.st_mode & 0o022
+    if info.st_uid != os.geteuid() or writable or stat.S_ISLNK(info.st_mode):
+        return str(path)
+    return ""
 
 
 def _text(value: str | bytes | None) -> str:

@@ -102,6 +102,7 @@ def load_tools(
     policy: Policy | None = None,
     plugin_cache: str | os.PathLike[str] | None = None,
     discover: Discover | None = None,
+    in_folder: bool = False,
 ) -> tuple[list[Tool], list[str]]:
     """The tools in ``paths``, and a note for each thing that was not loaded
     (a UTCP tool of another protocol, a file that is no tool), with why.
@@ -112,7 +113,9 @@ def load_tools(
     Raises :class:`ToolLoadError` naming the file (and the JSON Pointer) for the
     first file that cannot be loaded, for two tools with one name, and for a
     folder that yields no tool. Bash tools load only with ``allow_bash_tools``
-    (or their config's ``plugin_policy``); their schema runs under ``policy``.
+    (or the ``plugin_policy`` of a config named in ``paths`` itself, not found
+    in a folder); their schema runs under ``policy``. ``in_folder`` says that
+    ``paths`` were found in a folder (``validate`` loads them one by one).
     """
     from ._bash import BashLoader
 
@@ -130,7 +133,8 @@ def load_tools(
             others: list[str] = []
             notes: list[str] = []
             for file in tool_files([given], others):
-                found += _tools_in(file, notes, loader, discover)
+                named = not in_folder and file == Path(given)
+                found += _tools_in(file, notes, loader, discover, named)
             skipped += notes + others
             if not found and Path(given).is_dir():
                 raise ToolLoadError(str(given), _no_tool(notes + others))
@@ -168,7 +172,7 @@ def _shortcut_tools(text: str, loader: BashLoader) -> list[Tool]:
 
 
 def _tools_in(
-    file: Path, skipped: list[str], loader: BashLoader, discover: Discover | None
+    file: Path, skipped: list[str], loader: BashLoader, discover: Discover | None, named: bool
 ) -> list[Tool]:
     source = str(file)
     try:
@@ -177,7 +181,7 @@ def _tools_in(
         document = read_document(file, HandleLoadError)
         if "manual_call_templates" in document:
             return _discovered(document, file, skipped, discover)
-        return _from_document(document, file, skipped, loader)
+        return _from_document(document, file, skipped, loader, named)
     except ToolLoadError:
         raise
     except HandleError as exc:
@@ -185,7 +189,7 @@ def _tools_in(
 
 
 def _from_document(
-    document: dict[str, Any], file: Path, skipped: list[str], loader: BashLoader
+    document: dict[str, Any], file: Path, skipped: list[str], loader: BashLoader, named: bool
 ) -> list[Tool]:
     source = str(file)
     if "handle" in document or "handler" in document:
@@ -193,7 +197,7 @@ def _from_document(
     if "bash_tools" in document:
         return loader.descriptor(document, file)
     if "plugins" in document or "plugin_policy" in document:
-        return loader.config(document, file, skipped)
+        return loader.config(document, file, skipped, named=named)
     if not any(key in document for key in _UTCP_KEYS):
         raise ToolLoadError(
             source,

@@ -45,6 +45,7 @@ from ._calls import PreparedToolCall
 from ._events import Emitter, EventSink
 from ._formats import describe_tool
 from ._load import ToolLoadError, load_tools
+from ._printable import printable
 from ._processes import (
     PROCESS_LIST,
     PROCESS_READ,
@@ -132,6 +133,7 @@ class _Run:
     emit: Emitter
     secrets: tuple[str, ...] = ()
     quiet: bool = False  # a bash tool's preview or error: its output is no call output
+    subcommand: str = ""  # which one, in its events (an auditor must not read it as the run)
 
 
 @dataclass(frozen=True)
@@ -644,7 +646,7 @@ class Toolbox:
             else _Lines(on_output, request.secrets, request.call.encoding)
         )
         try:
-            return await request.call.run(_spawned(request.emit), on_chunk)
+            return await request.call.run(_spawned(request.emit, request.subcommand), on_chunk)
         except anyio.get_cancelled_exc_class():
             request.emit("killed", reason="cancelled")
             raise
@@ -675,7 +677,9 @@ class Toolbox:
                             lines = _Lines(
                                 None, request.secrets, request.call.encoding, on_output
                             ).feed
-                        answer = request.call.run_sync(_spawned(request.emit), lines)
+                        answer = request.call.run_sync(
+                            _spawned(request.emit, request.subcommand), lines
+                        )
                     except CommandHandleError as exc:  # refused at launch or mid-plan
                         request = flow.throw(exc)
                         continue
@@ -719,9 +723,13 @@ class Toolbox:
                 call.digest = plan_hash(prepared.plan)
             if preview or self._approve is not None:
                 summary = yield from self._summary(tool, args, context, credential, prepared, call)
+                summary = printable(summary)
             if preview:
                 return ToolPreview(name, call.call_id, prepared.plan, call.digest, None, summary)
             yield from self._clear(tool, args, principal, prepared, expect_plan, call, summary)
+            if tool.bash_tool is not None and self._approve is not None:
+                # The script may have been edited while the approver looked at its plan.
+                tool.bash_tool.check_unchanged()
             if tool.session is not None and prepared.prepared.kind == "command":
                 start = _Start(prepared, call.emit, call.secrets, tool.session, owner)
                 process = yield start
@@ -1184,10 +1192,15 @@ class Toolbox:
                 "preview", args, self.policy, config=self._config(context), credential=credential
             )
             ran = yield _Run(
-                PreparedToolCall(shown, self.executor, None), call.emit, call.secrets, quiet=True
+                PreparedToolCall(shown, self.executor, None),
+                call.emit,
+                call.secrets,
+                quiet=True,
+                subcommand="preview",
             )
         except CommandHandleError:
             return ""
+        _report(call.emit, ran, subcommand="preview")
         if not isinstance(ran, CommandResult) or ran.exit_code != 0 or ran.timed_out:
             return ""
         lines = redact(_text(ran.stdout), call.secrets).strip().splitlines()
@@ -1223,10 +1236,15 @@ class Toolbox:
                 timed_out=timeout if ran.timed_out else None,
             )
             answer = yield _Run(
-                PreparedToolCall(error, self.executor, None), call.emit, call.secrets, quiet=True
+                PreparedToolCall(error, self.executor, None),
+                call.emit,
+                call.secrets,
+                quiet=True,
+                subcommand="error",
             )
         except CommandHandleError:
             return ""
+        _report(call.emit, answer, subcommand="error")
         if not isinstance(answer, CommandResult) or answer.exit_code != 0:
             return ""
         text = redact(_text(answer.stdout), call.secrets).strip("\n")
@@ -1340,19 +1358,23 @@ def _as_preview(outcome: ToolResult | ToolPreview) -> ToolPreview:
     return outcome
 
 
-def _spawned(emit: Emitter) -> Callable[[int, str], None]:
-    return lambda pid, program: emit("spawned", pid=pid, program=program)
+def _spawned(emit: Emitter, subcommand: str = "") -> Callable[[int, str], None]:
+    extra = {"subcommand": subcommand} if subcommand else {}
+    return lambda pid, program: emit("spawned", pid=pid, program=program, **extra)
 
 
-def _report(emit: Emitter, result: CommandResult | PlanResult) -> None:
-    """``timed_out``, ``killed`` and ``exited`` for a finished run."""
+def _report(emit: Emitter, result: CommandResult | PlanResult, subcommand: str = "") -> None:
+    """``timed_out``, ``killed`` and ``exited`` for a finished run (a bash
+    tool's ``preview`` or ``error`` run names its ``subcommand``)."""
+    extra = {"subcommand": subcommand} if subcommand else {}
     if isinstance(result, CommandResult):
         if result.timed_out:
-            emit("timed_out", duration_s=round(result.duration_s, 6))
+            emit("timed_out", duration_s=round(result.duration_s, 6), **extra)
         if result.signal is not None:
-            emit("killed", signal=result.signal_name)
+            emit("killed", signal=result.signal_name, **extra)
         emit(
             "exited",
+            **extra,
             exit_code=result.exit_code,
             signal=result.signal_name,
             duration_s=round(result.duration_s, 6),
