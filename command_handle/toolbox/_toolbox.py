@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -1187,21 +1187,8 @@ class Toolbox:
         as its contract says), else what the plan runs."""
         if tool.bash_tool is None:
             return plan_summary(prepared.plan)
-        try:
-            shown = tool.bash_tool.prepare(
-                "preview", args, self.policy, config=self._config(context), credential=credential
-            )
-            ran = yield _Run(
-                PreparedToolCall(shown, self.executor, None),
-                call.emit,
-                call.secrets,
-                quiet=True,
-                subcommand="preview",
-            )
-        except CommandHandleError:
-            return ""
-        _report(call.emit, ran, subcommand="preview")
-        if not isinstance(ran, CommandResult) or ran.exit_code != 0 or ran.timed_out:
+        ran = yield from self._bash_subcommand("preview", tool, args, context, credential, call)
+        if ran is None or ran.exit_code != 0 or ran.timed_out:
             return ""
         lines = redact(_text(ran.stdout), call.secrets).strip().splitlines()
         return lines[0][:_SUMMARY] if lines else ""
@@ -1218,37 +1205,60 @@ class Toolbox:
     ) -> Generator[_Run, Any, str]:
         """A bash tool's ``error`` subcommand after a failed or timed-out run: its
         output is the message when it exits 0 and prints something, else ""."""
-        assert tool.bash_tool is not None
         if ran.timed_out:
             code = 124  # as timeout(1) reports it
         elif ran.exit_code is None:
             code = 128 + (ran.signal or 0)
         else:
             code = ran.exit_code
+        answer = yield from self._bash_subcommand(
+            "error",
+            tool,
+            args,
+            context,
+            credential,
+            call,
+            exit_code=code,
+            timed_out=timeout if ran.timed_out else None,
+        )
+        if answer is None or answer.exit_code != 0:
+            return ""
+        text = redact(_text(answer.stdout), call.secrets).strip("\n")
+        return text[: self.max_content] if text.strip() else ""
+
+    def _bash_subcommand(
+        self,
+        subcommand: Literal["preview", "error"],
+        tool: Tool,
+        args: dict[str, Any],
+        context: Mapping[str, Any] | None,
+        credential: Mapping[str, Any] | None,
+        call: _CallState,
+        **extra: Any,
+    ) -> Generator[_Run, Any, CommandResult | None]:
+        """Run a bash tool's ``preview`` or ``error``: quiet (no call output), its
+        events marked with the subcommand; None when it could not run."""
+        assert tool.bash_tool is not None
         try:
-            error = tool.bash_tool.prepare(
-                "error",
+            prepared = tool.bash_tool.prepare(
+                subcommand,
                 args,
                 self.policy,
                 config=self._config(context),
                 credential=credential,
-                exit_code=code,
-                timed_out=timeout if ran.timed_out else None,
+                **extra,
             )
-            answer = yield _Run(
-                PreparedToolCall(error, self.executor, None),
+            ran = yield _Run(
+                PreparedToolCall(prepared, self.executor, None),
                 call.emit,
                 call.secrets,
                 quiet=True,
-                subcommand="error",
+                subcommand=subcommand,
             )
         except CommandHandleError:
-            return ""
-        _report(call.emit, answer, subcommand="error")
-        if not isinstance(answer, CommandResult) or answer.exit_code != 0:
-            return ""
-        text = redact(_text(answer.stdout), call.secrets).strip("\n")
-        return text[: self.max_content] if text.strip() else ""
+            return None
+        _report(call.emit, ran, subcommand=subcommand)
+        return ran if isinstance(ran, CommandResult) else None
 
     def _config(self, context: Mapping[str, Any] | None) -> dict[str, Any]:
         """A bash tool's configuration: the Toolbox's, with this call's context over it."""
