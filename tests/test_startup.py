@@ -24,6 +24,7 @@ from .processes import ROOT
 UNUSED = {
     "command_handle.executor",
     "command_handle.utcp",
+    "command_handle.plan",
     "tree_sitter",
     "tree_sitter_bash",
     "yaml",
