@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import os
 import threading
 import time
@@ -125,6 +126,22 @@ def test_every_idle_spawner_thread_is_woken_when_callers_need_it() -> None:
     for thread in threads:
         thread.join(60)
     assert sorted(counted) == list(range(800))
+
+
+def test_a_spawner_that_is_gone_leaves_no_descriptor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipe idle threads wait on lives as long as its spawner: once the
+    threads have ended and nothing holds the spawner, both ends are closed."""
+    monkeypatch.setattr(_spawn, "_IDLE_SECONDS", 0.1)
+    before = set(os.listdir("/proc/self/fd"))
+    spawner = _spawn.Spawner(lambda: None)
+    assert spawner.call(lambda: 3) == 3
+    deadline = time.monotonic() + 5
+    while spawner._threads and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert spawner._threads == 0
+    del spawner
+    gc.collect()
+    assert set(os.listdir("/proc/self/fd")) <= before
 
 
 def test_a_forked_process_gets_spawner_threads_of_its_own(tmp_path: Path) -> None:

@@ -383,10 +383,20 @@ class Spawner:
         self._lock = threading.Lock()
         self._threads = 0
         self._idle = 0
-        for fd in getattr(self, "_wake_fds", ()):  # a forked child's copies
+        self._close_wake_pipe()  # a forked child's copies
+        read_end, write_end = os.pipe()  # close-on-exec, and closefrom at every launch
+        os.set_blocking(read_end, False)
+        self._wake_fds: tuple[int, ...] = (read_end, write_end)
+
+    def _close_wake_pipe(self) -> None:
+        for fd in getattr(self, "_wake_fds", ()):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self._wake_fds: tuple[int, ...] = ()  # (read end, write end), made on first use
+        self._wake_fds = ()
+
+    def __del__(self) -> None:
+        # Only once no thread serves it (each holds a reference to it).
+        self._close_wake_pipe()
 
     # An idle thread waits on a pipe, not on the queue: a caller wakes it with a
     # write, which releases the GIL before the thread wakes. A lock released
@@ -449,10 +459,6 @@ class Spawner:
 
     def _submit(self, job: _Job) -> None:
         with self._lock:
-            if not self._wake_fds:
-                read_end, write_end = os.pipe()
-                os.set_blocking(read_end, False)
-                self._wake_fds = (read_end, write_end)
             self._jobs.put(job)
             if self._idle:
                 self._idle -= 1
