@@ -4,7 +4,7 @@ JSON Schema's own regular expressions (ECMA-262).
 Importing jsonschema with the ``format-nongpl`` extra costs about 0.1 s of
 format-checker imports, plus about a second more for ``rfc3987_syntax``,
 which builds a grammar at import time. ``import command_handle`` and the CLI
-pay neither: :func:`load` imports jsonschema on the first schema compiled,
+pay neither: :func:`load` imports jsonschema when it is first needed,
 with ``rfc3987_syntax`` hidden, and registers the ``iri`` and
 ``iri-reference`` format checks itself, importing ``rfc3987_syntax`` the
 first time one of them is used. Every other format check is jsonschema's own.
