@@ -4,7 +4,7 @@ JSON Schema's own regular expressions (ECMA-262).
 Importing jsonschema with the ``format-nongpl`` extra costs about 0.1 s of
 format-checker imports, plus about a second more for ``rfc3987_syntax``,
 which builds a grammar at import time. ``import command_handle`` and the CLI
-pay neither: :func:`load` imports jsonschema on the first schema compiled,
+pay neither: :func:`load` imports jsonschema when it is first needed,
 with ``rfc3987_syntax`` hidden, and registers the ``iri`` and
 ``iri-reference`` format checks itself, importing ``rfc3987_syntax`` the
 first time one of them is used. Every other format check is jsonschema's own.
@@ -663,12 +663,22 @@ def _object_checks(schema: dict[str, object], formats: Any, depth: int) -> list[
     return checks
 
 
+class _Formats:
+    """Draft 2020-12's format checker (ECMA-262 ``regex``), looked up on the
+    first ``format`` checked: a schema without ``format`` never imports jsonschema."""
+
+    __slots__ = ()
+
+    def conforms(self, instance: object, name: str) -> bool:
+        return bool(ecma().FORMAT_CHECKER.conforms(instance, name))
+
+
 def quick_check(schema: object, format_assertion: bool = True) -> Check | None:
     """A predicate true only for instances that ``schema`` certainly accepts
     (False: ask jsonschema), or None when the schema is not in the plain subset.
     ``format_assertion``: whether the validator it stands in front of asserts
     ``format`` (with Draft 2020-12's format checker)."""
-    formats = ecma().FORMAT_CHECKER if format_assertion else None
+    formats = _Formats() if format_assertion else None
     try:
         return _compile(schema, formats, 0)
     except ValueError:
@@ -678,13 +688,26 @@ def quick_check(schema: object, format_assertion: bool = True) -> Check | None:
 class ArgumentsValidator:
     """jsonschema's validator for ``schema``, with :func:`quick_check` in front:
     arguments the quick check accepts yield no errors at once; any others are
-    validated by jsonschema, whose errors are the refusal."""
+    validated by jsonschema, whose errors are the refusal. jsonschema's
+    validator is built on the first arguments the quick check does not accept,
+    so loading a folder of plain tools imports no jsonschema (about 35 ms)."""
 
-    __slots__ = ("quick", "validator")
+    __slots__ = ("_format_assertion", "_schema", "_validator", "quick")
 
     def __init__(self, schema: dict[str, Any], format_assertion: bool = True) -> None:
-        self.validator = validator(schema, formats=format_assertion)
+        self._schema = schema
+        self._format_assertion = format_assertion
+        self._validator: Any = None
         self.quick = quick_check(schema, format_assertion)
+
+    @property
+    def validator(self) -> Any:
+        """jsonschema's validator of the schema (built once; a race builds an equal one)."""
+        built = self._validator
+        if built is None:
+            built = validator(self._schema, formats=self._format_assertion)
+            self._validator = built
+        return built
 
     def iter_errors(self, instance: object) -> Iterator[Any]:
         if self.quick is not None:

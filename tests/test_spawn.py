@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import gc
 import os
 import threading
 import time
@@ -81,6 +83,65 @@ def test_an_idle_spawner_thread_ends_and_a_new_one_starts_on_demand(
     for thread in threads:
         thread.join(10)
     assert results == [2] * 8
+
+
+def test_every_idle_spawner_thread_is_woken_when_callers_need_it() -> None:
+    """Idle threads wait on a pipe; each caller that finds one idle claims it.
+    Four launches that can only finish together (a barrier) must run on four
+    threads at once, both when the threads are started and when they are
+    woken from idle; and no launch is lost when many callers race."""
+    spawner = _spawn.Spawner(lambda: None, size=4)
+    for _ in range(2):  # the threads start, then idle threads are woken
+        barrier = threading.Barrier(4, timeout=10)
+        results: list[int] = []
+
+        def together(barrier: threading.Barrier = barrier, results: list[int] = results) -> None:
+            results.append(spawner.call(barrier.wait))
+
+        threads = [threading.Thread(target=together) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+        assert sorted(results) == [0, 1, 2, 3]
+        deadline = time.monotonic() + 5
+        while spawner._idle < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert (spawner._threads, spawner._idle) == (4, 4)
+    counted: list[int] = []
+
+    def many(offset: int) -> None:
+        counted.extend(spawner.call(functools.partial(int, n)) for n in range(offset, offset + 50))
+
+    async def many_trio(offset: int) -> None:
+        for n in range(offset, offset + 50):
+            counted.append(await spawner.call_async(functools.partial(int, n)))
+
+    threads = [threading.Thread(target=many, args=(index * 50,)) for index in range(12)]
+    threads += [
+        threading.Thread(target=trio.run, args=(many_trio, index * 50)) for index in range(12, 16)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(counted) == list(range(800))
+
+
+def test_a_spawner_that_is_gone_leaves_no_descriptor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipe idle threads wait on lives as long as its spawner: once the
+    threads have ended and nothing holds the spawner, both ends are closed."""
+    monkeypatch.setattr(_spawn, "_IDLE_SECONDS", 0.1)
+    before = set(os.listdir("/proc/self/fd"))
+    spawner = _spawn.Spawner(lambda: None)
+    assert spawner.call(lambda: 3) == 3
+    deadline = time.monotonic() + 5
+    while spawner._threads and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert spawner._threads == 0
+    del spawner
+    gc.collect()
+    assert set(os.listdir("/proc/self/fd")) <= before
 
 
 def test_a_forked_process_gets_spawner_threads_of_its_own(tmp_path: Path) -> None:

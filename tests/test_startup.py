@@ -24,6 +24,7 @@ from .processes import ROOT
 UNUSED = {
     "command_handle.executor",
     "command_handle.utcp",
+    "command_handle.plan",
     "tree_sitter",
     "tree_sitter_bash",
     "yaml",
@@ -38,6 +39,14 @@ UNUSED = {
     "uri_template",
     "fqdn",
     "jsonpointer",
+    # A plain schema is checked against the meta-schema without jsonschema, and
+    # arguments the quick check accepts need no validator: the stack loads on a
+    # schema beyond the plain subset, a format checked, or arguments refused.
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "regress",
 }
 
 ECHO = {
@@ -87,7 +96,7 @@ def test_mcp_start_up_imports_only_what_the_folder_uses(tmp_path: Path) -> None:
     for index in range(10):
         (tmp_path / f"echo{index}.json").write_text(json.dumps({**ECHO, "name": f"echo{index}"}))
     modules = top_levels(imported("-m", "command_handle", "mcp", str(tmp_path)))
-    assert "command_handle.toolbox" in modules and "jsonschema" in modules  # it did load
+    assert "command_handle.toolbox" in modules  # it did load
     assert modules & UNUSED == set()
 
 
@@ -193,3 +202,34 @@ def test_deferred_format_libraries_check_as_jsonschema_does() -> None:
     assert len(plain) > 1000
     assert {key.split()[1] for key in plain} >= {"duration", "uri", "date-time", "hostname"}
     assert deferred == plain
+
+
+def test_an_invalid_schema_is_refused_at_load_before_jsonschema_is_imported(
+    tmp_path: Path,
+) -> None:
+    """The meta-schema check needs no jsonschema for a plain schema, but a
+    schema it cannot vouch for still reaches jsonschema, which refuses it at
+    load, in a fresh process, with the pointer of the bad value."""
+    document = {
+        **ECHO,
+        "parameters": {"type": "object", "properties": {"word": {"type": "strin"}}},
+    }
+    (tmp_path / "echo.json").write_text(json.dumps(document))
+    finished = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from command_handle.toolbox import Toolbox\n"
+            "assert 'jsonschema' not in sys.modules\n"
+            f"Toolbox.load({str(tmp_path)!r})\n",
+        ],
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert finished.returncode != 0
+    error = finished.stderr.decode()
+    assert "parameters is not a valid JSON Schema" in error, error
+    assert "/parameters/properties/word/type" in error, error

@@ -12,13 +12,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from ..plan import Plan
 from ..policy import Policy, check_paths, check_program, check_program_identity
 from ._command_result import CommandResult
 from ._invocation import Invocation
 from ._plan_result import PlanResult
+
+if TYPE_CHECKING:  # the plan model loads with the first plan, not with every call
+    from ..plan import Plan
 
 __all__ = ["CallKind", "PreparedCall", "PreparedPlan", "plan_hash"]
 

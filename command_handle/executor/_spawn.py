@@ -29,6 +29,7 @@ import logging
 import os
 import queue
 import resource
+import select
 import signal
 import subprocess
 import termios
@@ -289,7 +290,7 @@ class _Job:
     value once the function has returned (it kills the child), exactly once.
     """
 
-    __slots__ = ("error", "function", "state", "undo", "value", "waiter", "wake")
+    __slots__ = ("error", "function", "parked", "state", "undo", "value", "waiter", "wake")
 
     def __init__(
         self,
@@ -304,6 +305,7 @@ class _Job:
         self.error: BaseException | None = None
         self.state = _PENDING
         self.waiter: _thread.LockType | None = None  # a caller that gave up waits on it
+        self.parked = False  # the caller waits to be woken (else it finds the result)
 
     def run(self, failure: OSError | None) -> None:
         if failure is not None:  # a fresh error per job: each raise adds to its traceback
@@ -316,8 +318,11 @@ class _Job:
         with _handover:
             self.state = _FINISHED
             waiter = self.waiter
+            parked = self.parked
         if waiter is not None:
             waiter.release()  # the caller gave up and undoes the launch itself
+            return
+        if not parked:  # the caller has not waited yet; it finds the result itself
             return
         try:
             self.wake()
@@ -340,6 +345,16 @@ class _Job:
                 except BaseException:  # another Ctrl-C: the launch still ends first
                     continue
         self.undo_once()
+
+    def park(self) -> bool:
+        """Whether the caller must wait to be woken: False when the function has
+        already returned (on one CPU the spawner thread often runs it before the
+        caller gets the CPU back), which saves a wake through the caller's loop."""
+        with _handover:
+            if self.state != _PENDING:
+                return False
+            self.parked = True
+            return True
 
     def undo_once(self) -> None:
         with _handover:
@@ -384,6 +399,47 @@ class Spawner:
         self._lock = threading.Lock()
         self._threads = 0
         self._idle = 0
+        self._close_wake_pipe()  # a forked child's copies
+        read_end, write_end = os.pipe()  # close-on-exec, and closefrom at every launch
+        os.set_blocking(read_end, False)
+        self._wake_fds: tuple[int, ...] = (read_end, write_end)
+
+    def _close_wake_pipe(self) -> None:
+        for fd in getattr(self, "_wake_fds", ()):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._wake_fds = ()
+
+    def __del__(self) -> None:
+        # Only once no thread serves it (each holds a reference to it).
+        self._close_wake_pipe()
+
+    # An idle thread waits on a pipe, not on the queue: a caller wakes it with a
+    # write, which releases the GIL before the thread wakes. A lock released
+    # while the caller holds the GIL wakes a thread that, on one CPU, preempts
+    # the caller only to wait for the GIL: three context switches per hand-off
+    # instead of one (docs/decisions.md). Each byte is one idle thread claimed
+    # by a caller, under the lock; the queue holds the jobs.
+
+    def _wait_for_work(self, poller: select.poll) -> bool:
+        """Idle until a caller claims this thread (True), or for 30 s (False:
+        the thread ends)."""
+        read_end = self._wake_fds[0]
+        while True:
+            if poller.poll(_IDLE_SECONDS * 1000):
+                try:
+                    os.read(read_end, 1)
+                    return True
+                except BlockingIOError:  # another idle thread took the byte
+                    continue
+            with self._lock:
+                try:
+                    os.read(read_end, 1)  # claimed as the wait ended
+                    return True
+                except BlockingIOError:
+                    self._idle -= 1
+                    self._threads -= 1
+                    return False
 
     def _serve(self) -> None:
         failure: OSError | None = None
@@ -402,30 +458,33 @@ class Spawner:
             _posix_spawn.keep_file_actions(False)
 
     def _serve_jobs(self, failure: OSError | None) -> None:
+        poller = select.poll()
+        poller.register(self._wake_fds[0], select.POLLIN)
         while True:
-            with self._lock:
-                self._idle += 1
             try:
-                job = self._jobs.get(timeout=_IDLE_SECONDS)
+                job = self._jobs.get_nowait()
             except queue.Empty:
                 with self._lock:
-                    if self._jobs.empty():  # jobs are put under this lock: none is lost
-                        self._idle -= 1
-                        self._threads -= 1
-                        return  # idle: a later call starts a new thread
-                job = self._jobs.get()
-            with self._lock:
-                self._idle -= 1
+                    if not self._jobs.empty():  # jobs are put under this lock: none is lost
+                        continue
+                    self._idle += 1
+                if not self._wait_for_work(poller):
+                    return  # idle: a later call starts a new thread
+                continue
             job.run(failure)
 
     def _submit(self, job: _Job) -> None:
         with self._lock:
-            start = self._idle == 0 and self._threads < self._size
+            self._jobs.put(job)
+            if self._idle:
+                self._idle -= 1
+                os.write(self._wake_fds[1], b"\0")  # at most `size` bytes: never blocks
+                return
+            start = self._threads < self._size
             if start:
                 self._threads += 1
-            self._jobs.put(job)
-        if start:
             name = f"command-handle-spawner-{self._threads}"
+        if start:
             threading.Thread(target=self._serve, name=name, daemon=True).start()
 
     def call(self, function: Callable[[], T], undo: Callable[[T], None] | None = None) -> T:
@@ -440,7 +499,8 @@ class Spawner:
         job = _Job(function, done.release, undo)
         self._submit(job)
         try:
-            done.acquire()
+            if job.park():
+                done.acquire()
             return job.result()  # type: ignore[return-value]
         except BaseException:  # also Ctrl-C as it returns: the child is then undone
             job.abandon()
@@ -465,9 +525,10 @@ class Spawner:
             job = _Job(function, lambda: token.run_sync_soon(trio.lowlevel.reschedule, task), undo)
             self._submit(job)
             try:
-                # Abort.FAILED: a cancellation waits for the launch, and is delivered
-                # at the caller's next checkpoint, once the child is supervised.
-                await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+                if job.park():
+                    # Abort.FAILED: a cancellation waits for the launch, and is delivered
+                    # at the caller's next checkpoint, once the child is supervised.
+                    await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
             except BaseException:
                 job.abandon()
                 raise
@@ -486,11 +547,12 @@ class Spawner:
             self._submit(job)
             cancelled: asyncio.CancelledError | None = None
             try:
-                while not future.done():
-                    try:
-                        await asyncio.shield(future)
-                    except asyncio.CancelledError as exc:
-                        cancelled = exc  # the launch finishes first; the child is then ours
+                if job.park():
+                    while not future.done():
+                        try:
+                            await asyncio.shield(future)
+                        except asyncio.CancelledError as exc:
+                            cancelled = exc  # the launch finishes first; the child is ours
             except BaseException:  # the coroutine is closed: it will never get the child
                 job.abandon()
                 raise

@@ -244,7 +244,7 @@ class CommandHandle(BaseModel):
                 )
         _check_security(self.security)
         if self.output_schema is not None:
-            _check_output_schema(self.output_schema, _jsonschema.load())
+            _check_output_schema(self.output_schema)
         _check_annotations(self.annotations)
         templates = self._compile_templates()
         self._check_names()
@@ -274,10 +274,9 @@ class CommandHandle(BaseModel):
         """The validator of ``parameters``, which must be an object's JSON Schema."""
         if self.parameters.get("type") != "object":
             raise _FieldError('parameters must be a JSON Schema with type: "object"', "/parameters")
-        jsonschema = _jsonschema.load()
         try:
             _jsonschema.check_schema(self.parameters)
-        except jsonschema.SchemaError as exc:
+        except _jsonschema.load().SchemaError as exc:  # evaluated only on a refusal
             raise _FieldError(
                 f"parameters is not a valid JSON Schema: {exc.message}",
                 _pointer_of(["parameters", *exc.path]),
@@ -1018,7 +1017,7 @@ def _check_security(security: object) -> None:
                 )
 
 
-def _check_output_schema(schema: dict[str, Any], jsonschema: Any) -> None:
+def _check_output_schema(schema: dict[str, Any]) -> None:
     if schema.get("type") != "object":
         raise _FieldError(
             'output_schema must be a JSON Schema with type: "object" (as MCP requires)',
@@ -1026,7 +1025,7 @@ def _check_output_schema(schema: dict[str, Any], jsonschema: Any) -> None:
         )
     try:
         _jsonschema.check_schema(schema)
-    except jsonschema.SchemaError as exc:
+    except _jsonschema.load().SchemaError as exc:  # evaluated only on a refusal
         raise _FieldError(
             f"output_schema is not a valid JSON Schema: {exc.message}",
             _pointer_of(["output_schema", *exc.path]),

@@ -10,6 +10,8 @@ first step (``_plan``) and the program file's identity for an approved call
 and never spawn.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._enforce import (
     argv_problem,
     check_program,
@@ -22,9 +24,26 @@ from ._enforce import (
 )
 from ._options import first_option_word, option_prefix
 from ._paths import check_directory_within, check_paths, root_of
-from ._plan import BASH_DEFAULT_PATH, check_plan, find_program, plan_environment
 from ._policy import DANGEROUS_ENVIRONMENT, OPTION_ENVIRONMENT, Policy, is_dangerous_name
 from ._program_file import check_program_identity, program_identity
+
+if TYPE_CHECKING:
+    from ._plan import BASH_DEFAULT_PATH, check_plan, find_program, plan_environment
+
+# A plan's checks load with the first plan (they import the plan model, about
+# 10 ms), not with every front end that checks a single program.
+_PLAN_NAMES = frozenset({"BASH_DEFAULT_PATH", "check_plan", "find_program", "plan_environment"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PLAN_NAMES:
+        from . import _plan
+
+        value = getattr(_plan, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BASH_DEFAULT_PATH",

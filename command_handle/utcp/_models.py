@@ -177,10 +177,9 @@ class UtcpTool(BaseModel):
     @field_validator("inputs", "outputs")
     @classmethod
     def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
-        jsonschema = _jsonschema.load()
         try:
             _jsonschema.check_schema(value)
-        except jsonschema.SchemaError as exc:
+        except _jsonschema.load().SchemaError as exc:  # evaluated only on a refusal
             where = "".join(f"/{part}" for part in exc.path)
             raise ValueError(f"not a valid JSON Schema at {where or '/'}: {exc.message}") from None
         return value
