@@ -28,7 +28,7 @@ from command_handle.executor import Executor
 from command_handle.form import escape
 from command_handle.toolbox import AuditEvent, Tool, ToolResult
 
-from .processes import PY, ROOT
+from .processes import PY, ROOT, concurrency_probe
 
 HANDLES = ROOT / "fixtures" / "handles"
 CANARY = "canary-process-7f3b9e21c4"
@@ -355,6 +355,60 @@ def test_limits_per_owner_and_in_total_start_nothing() -> None:
     finally:
         toolbox.close()
     assert none_left(tag + "-a") and none_left(tag + "-c")
+
+
+def test_a_toolbox_under_another_policy_shares_limits_and_processes(tmp_path: Path) -> None:
+    """One Toolbox per client workspace (``with_policy``) is one set of limits
+    and one set of processes: a process started under one workspace is read
+    and stopped under another, and the limits count them all."""
+    policy = Policy(max_sessions=2, max_sessions_per_owner=1)
+    toolbox = toolbox_of(session_tool("family", FAMILY, {"ready": "^family"}), policy=policy)
+    first = toolbox.with_policy(
+        Policy(max_sessions=2, max_sessions_per_owner=1, workspace=str(tmp_path))
+    )
+    second = toolbox.with_policy(Policy(max_sessions=2, max_sessions_per_owner=1, workspace="/"))
+    tag = unique("shared")
+    try:
+        started = first.call_sync("family", {"tag": tag + "-a"}, principal="ann")
+        process_id = data(started)["process_id"]
+        for box in (toolbox, second):
+            refused = box.call_sync("family", {"tag": tag + "-b"}, principal="ann")
+            assert refused.is_error and "max_sessions_per_owner" in refused.content
+        assert not second.call_sync("family", {"tag": tag + "-c"}, principal="bob").is_error
+        total = toolbox.call_sync("family", {"tag": tag + "-d"}, principal="cy")
+        assert total.is_error and "(max_sessions)" in total.content
+        assert not tagged(tag + "-b") and not tagged(tag + "-d")
+        listed = data(second.processes("ann"))["processes"]
+        assert [row["process_id"] for row in listed] == [process_id]
+        foreign = second.read_process_sync(process_id, principal="bob")
+        assert foreign.is_error and "There is no process" in foreign.content
+        second.write_process_sync(process_id, "hello\n", principal="ann")
+        assert "echo hello" in second.read_process_sync(process_id, "ann", wait=5).content
+        assert running(tag + "-a", 2)
+        assert toolbox.close() == 2  # the first Toolbox's closes every workspace's
+        assert none_left(tag + "-a") and none_left(tag + "-c")
+    finally:
+        toolbox.close()
+
+
+def test_an_executor_under_another_policy_shares_the_concurrency_slots(tmp_path: Path) -> None:
+    executor = Executor(Policy(max_concurrency=1))
+    other = executor.with_policy(Policy(max_concurrency=1, workspace=str(tmp_path)))
+    handle = concurrency_probe(tmp_path / "running", 0.5)
+    (tmp_path / "running").mkdir()
+
+    async def main() -> list[str]:
+        outputs: list[str] = []
+
+        async def one(runner: Executor) -> None:
+            outputs.append(str((await runner.call(handle)).stdout).strip())
+
+        async with trio.open_nursery() as nursery:
+            for runner in (executor, other, executor, other):
+                nursery.start_soon(one, runner)
+        return outputs
+
+    assert trio.run(main) == ["1", "1", "1", "1"]
 
 
 def test_idle_and_lifetime_stop_the_process_and_its_group() -> None:

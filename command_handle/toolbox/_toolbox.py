@@ -25,7 +25,6 @@ import inspect
 import os
 import threading
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -377,10 +376,8 @@ class Toolbox:
         self.variable_files = tuple(os.fspath(path) for path in variable_files)
         self.secret_variables = frozenset(secret_variables)
         self.terminal = terminal or Terminal()
+        # Shared with with_policy's Toolboxes, as their Executors share one table.
         self._records: dict[str, ProcessRecord] = {}
-        # with_policy's Toolboxes, held weakly: whoever made one keeps it while
-        # its processes run (the MCP server never drops one that holds any).
-        self._derived: weakref.WeakSet[Toolbox] = weakref.WeakSet()
         self._builtins: dict[str, Tool] = {}
         if any(tool.session is not None for tool in tools):
             self._builtins = {tool.name: tool for tool in builtin_tools()}
@@ -466,23 +463,23 @@ class Toolbox:
 
     def with_policy(self, policy: Policy) -> Toolbox:
         """A Toolbox of the same tools and hooks under another Policy (an MCP
-        client's workspace, say), with its own Executor."""
+        client's workspace, say). It shares this one's limits and processes:
+        its Executor counts children and processes with this one's
+        (:meth:`Executor.with_policy <command_handle.Executor.with_policy>`),
+        and a process either started is read, written, stopped and listed
+        through either, so a client whose workspace changed still reaches
+        the processes it started before. Closing this Toolbox closes it too."""
         box = Toolbox.__new__(Toolbox)
-        box.__dict__.update(self.__dict__)
+        box.__dict__.update(self.__dict__)  # the records and their lock are shared
         box.policy = policy
-        box._executor = None
-        box._executor_lock = threading.Lock()
-        # Its processes run on its own Executor: it keeps their records, and
-        # closing this Toolbox closes it too.
-        box._records = {}
-        box._derived = weakref.WeakSet()
-        self._derived.add(box)
+        box._executor = self.executor.with_policy(policy)
         return box
 
     @property
     def holds_processes(self) -> bool:
-        """Whether a process it started is running or has output left to read."""
-        return bool(self._records) or any(box.holds_processes for box in self._derived)
+        """Whether a process it (or a Toolbox it shares them with) started is
+        running or has output left to read."""
+        return bool(self._records)
 
     # -- the collection ----------------------------------------------------------
 
@@ -974,26 +971,23 @@ class Toolbox:
 
     def close(self, owner: Any = ANY) -> int:
         """Stop every process this Toolbox started (of ``owner``, when given),
+        and every one of the Toolboxes it shares them with (:meth:`with_policy`),
         with everything they started, and wait until they are gone; returns
         how many were running. The Toolbox remains usable."""
-        stopped = sum(box.close(owner) for box in list(self._derived))
         if self._executor is None:
-            return stopped
+            return 0
         from ..executor import ANY_OWNER
 
-        return stopped + self._executor.stop_processes(ANY_OWNER if owner is ANY else owner)
+        return self._executor.stop_processes(ANY_OWNER if owner is ANY else owner)
 
     async def aclose(self, owner: Any = ANY) -> int:
         """:meth:`close` under trio or asyncio; it finishes even when cancelled."""
-        stopped = 0
-        for box in list(self._derived):
-            stopped += await box.aclose(owner)
         if self._executor is None:
-            return stopped
+            return 0
         from ..executor import ANY_OWNER
 
         executor = self._executor
-        return stopped + await executor.stop_processes_async(ANY_OWNER if owner is ANY else owner)
+        return await executor.stop_processes_async(ANY_OWNER if owner is ANY else owner)
 
     def __enter__(self) -> Toolbox:
         return self
