@@ -675,3 +675,21 @@ def test_under_bubblewrap_a_process_outlives_the_spawner_threads(
     finally:
         toolbox.close()
     assert none_left(tag)
+
+
+def test_command_line_call_says_that_the_process_it_started_is_stopped(tmp_path: Path) -> None:
+    import subprocess
+
+    tag = unique("cli-call")
+    tool = tmp_path / "family.json"
+    tool.write_text(json.dumps(session_tool("family", FAMILY, {"ready": "^family"})))
+    done = subprocess.run(
+        [PY, "-m", "command_handle", "call", str(tool), "--tool", "family",
+         "--args", json.dumps({"tag": tag})],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    process_id = json.loads(done.stdout)["structured"]["process_id"]
+    assert f"process {process_id} was stopped as the command exits" in done.stderr
+    assert "command-handle mcp" in done.stderr
+    assert none_left(tag)
