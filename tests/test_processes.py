@@ -693,3 +693,66 @@ def test_command_line_call_says_that_the_process_it_started_is_stopped(tmp_path:
     assert f"process {process_id} was stopped as the command exits" in done.stderr
     assert "command-handle mcp" in done.stderr
     assert none_left(tag)
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_output_is_plain_text_and_a_credential_split_by_escapes_is_redacted(
+    terminal: bool,
+) -> None:
+    """Control sequences are orders to a terminal (a title, the clipboard by OSC
+    52, a cleared screen) and can hide a credential from redaction: reads show
+    the text without them, also when a read ends inside one."""
+    code = (
+        "import os, sys, time\n"
+        "key = os.environ['API_KEY']\n"
+        "out = sys.stdout\n"
+        "out.write('color ' + key[:9] + '\\x1b[0m' + key[9:] + '\\n')\n"
+        "out.write('title \\x1b]0;' + key + '\\x07osc52 ')\n"
+        "out.write('\\x1b]52;c;aGVsbG8=\\x1b\\\\end\\x1b[2J\\n')\n"
+        "out.write('bell\\x07 back\\x08space \\x9b31mc1\\n')\n"
+        "out.write('ready\\n'); out.flush()\n"
+        "sys.stdin.readline()\n"
+        "out.write('cut \\x1b[3'); out.flush(); time.sleep(0.5)\n"
+        "out.write('1mred\\x1b[0m ' + key[:5]); out.flush(); time.sleep(0.5)\n"
+        "out.write('\\x1b[1m' + key[5:] + '\\n'); out.flush()\n"
+        "time.sleep(30)\n"
+    )
+    tool = session_tool(
+        "colors",
+        code,
+        {"ready": "ready", "terminal": terminal},
+        security={"scheme": "apiKey", "name": "vault"},
+        environment={"API_KEY": {"$credential": "value"}},
+    )
+    toolbox = toolbox_of(tool, credentials=lambda principal, handle: {"value": CANARY})
+    try:
+        started = toolbox.call_sync("colors", {"tag": "x"})
+        process_id = data(started)["process_id"]
+        toolbox.write_process_sync(process_id, "go\n")
+        reads = [started]
+        deadline = time.monotonic() + 10
+        shown = data(started)["stdout"]
+        while not ("cut" in shown and shown.endswith("\n")) and time.monotonic() < deadline:
+            reads.append(toolbox.read_process_sync(process_id, wait=0.3))
+            shown += data(reads[-1])["stdout"]
+        assert len(reads) >= 3  # the line came in pieces, cut inside a sequence
+        for text in [shown] + [read.content for read in reads]:
+            assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+            assert CANARY[:9] not in text and CANARY[9:] not in text
+        assert "color [credential]\ntitle osc52 end\nbell backspace c1\nready\n" in shown
+        assert "cut red " in shown and "[credential]\n" in shown.split("cut red ", 1)[1]
+    finally:
+        toolbox.close()
+
+
+def test_an_unfinished_sequence_is_held_for_the_next_read_but_not_for_long() -> None:
+    from command_handle.toolbox._plain import MAX_PENDING, plain
+
+    assert plain("text \x1b[3", more=True) == ("text ", "\x1b[3")
+    assert plain("text \x1b[3", more=False) == ("text 3", "")  # it ended: nothing follows
+    assert plain("title \x1b]0;name", more=True) == ("title ", "\x1b]0;name")
+    assert plain("line\r", more=True, terminal=True) == ("line", "\r")
+    assert plain("a\r\nb\rc", more=False, terminal=True) == ("a\nb\rc", "")
+    endless = "\x1b]0;" + "x" * MAX_PENDING
+    shown, pending = plain(endless, more=True)
+    assert pending == "" and shown == endless[2:]  # shown as text rather than held back
