@@ -447,6 +447,12 @@ class Process:
             fd, self._input_fd = self._input_fd, -1
             if fd >= 0:
                 os.close(fd)
+        try:
+            cleanup.close()  # the call's TMPDIR, gone before anyone learns of the end
+        finally:
+            self._ended(result, outcome)
+
+    def _ended(self, result: CommandResult, outcome: Outcome) -> None:
         with self._changed:
             reason = "lifetime" if outcome.timed_out else self._stop_reason or "exit"
             self.result = result
@@ -456,7 +462,6 @@ class Process:
             os.close(self._wake_read)
             callbacks, self._on_end = self._on_end, []
             self._changed.notify_all()
-        cleanup.close()  # the call's TMPDIR
         for callback in callbacks:
             callback(self)
 
