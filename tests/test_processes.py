@@ -756,3 +756,50 @@ def test_an_unfinished_sequence_is_held_for_the_next_read_but_not_for_long() -> 
     endless = "\x1b]0;" + "x" * MAX_PENDING
     shown, pending = plain(endless, more=True)
     assert pending == "" and shown == endless[2:]  # shown as text rather than held back
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_many_waiting_reads_hold_no_threads_another_caller_needs(backend: str) -> None:
+    """Waiting reads wait in their tasks: more of them than the worker threads
+    anyio lends (40) leave another owner's write, which does use one, free to
+    run while they wait."""
+    toolbox = toolbox_of(session_tool("family", FAMILY, {"ready": "^family"}))
+    tag = unique("waits")
+    waiting = 48
+
+    async def main() -> tuple[int, str]:
+        quiet = data(await toolbox.call("family", {"tag": tag}, principal="ann"))["process_id"]
+        other = data(await toolbox.call("family", {"tag": tag}, principal="bob"))["process_id"]
+        finished: list[ToolResult] = []
+
+        async def read() -> None:
+            finished.append(await toolbox.read_process(quiet, "ann", wait=60))
+
+        if backend == "trio":
+            async with trio.open_nursery() as nursery:
+                for _ in range(waiting):
+                    nursery.start_soon(read)
+                await trio.sleep(0.5)
+                await toolbox.write_process(other, "hello\n", "bob")
+                done_before = len(finished)
+                answer = await toolbox.read_process(other, "bob", wait=10)
+                await toolbox.stop_process(quiet, "ann")  # the waiting reads end with it
+        else:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(waiting):
+                    group.create_task(read())
+                await asyncio.sleep(0.5)
+                await toolbox.write_process(other, "hello\n", "bob")
+                done_before = len(finished)
+                answer = await toolbox.read_process(other, "bob", wait=10)
+                await toolbox.stop_process(quiet, "ann")
+        assert len(finished) == waiting and all("has ended" in r.content for r in finished)
+        return done_before, answer.content
+
+    try:
+        done_before, answer = trio.run(main) if backend == "trio" else asyncio.run(main())
+        assert done_before == 0  # bob's write did not wait for ann's reads
+        assert "echo hello" in answer
+    finally:
+        toolbox.close()
+    assert none_left(tag)

@@ -30,7 +30,7 @@ import termios
 import threading
 import time
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -149,6 +149,7 @@ class Process:
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._windows: dict[str, _Window] = {}
         self._on_end: list[Callable[[Process], None]] = []
+        self._wakers: list[Callable[[], object]] = []  # async waiters, woken on any change
 
     # -- state -------------------------------------------------------------------
 
@@ -184,7 +185,37 @@ class Process:
             text = self._recent.decode("utf-8", "replace")
             if self._ready_pattern.search(text):
                 self._ready = True
+        self._notify()
+
+    def _notify(self) -> None:
+        """Wake every waiter, thread or task (under the lock)."""
         self._changed.notify_all()
+        wakers, self._wakers = self._wakers, []
+        for wake in wakers:
+            wake()
+
+    async def _until(self, done: Callable[[], bool], deadline: float) -> bool:
+        """Wait in this task, not in a thread, until ``done()`` (checked under the
+        lock) or the monotonic ``deadline``; returns ``done()``. A worker thread
+        per waiting read would let one client's waits use up the threads every
+        other client's calls need."""
+        while True:
+            with self._changed:
+                if done():
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                wake, woken = _async_event()
+                self._wakers.append(wake)
+            import anyio
+
+            try:
+                with anyio.move_on_after(left):
+                    await woken()
+            finally:
+                with self._changed, contextlib.suppress(ValueError):
+                    self._wakers.remove(wake)
 
     # -- reading -----------------------------------------------------------------
 
@@ -210,10 +241,21 @@ class Process:
             return self._take()
 
     async def read(self, wait: float = 0.0) -> ProcessOutput:
-        """:meth:`read_sync` under trio or asyncio (a waiting read waits in a thread)."""
+        """:meth:`read_sync` under trio or asyncio; a waiting read waits in the task."""
         if wait <= 0:
             return self.read_sync()
-        return await _in_thread(partial(self.read_sync, wait))
+        deadline = time.monotonic() + wait
+        with self._changed:
+            self._active = time.monotonic()
+        await self._until(lambda: self._fresh or self.ended_by is not None, deadline)
+        # Output comes in bursts (a prompt after an answer): take the rest of one.
+        while self.ended_by is None and time.monotonic() < deadline:
+            with self._changed:
+                self._fresh = False
+            settle = min(time.monotonic() + _SETTLE, deadline)
+            if not await self._until(lambda: self._fresh or self.ended_by is not None, settle):
+                break
+        return self.read_sync()
 
     def _take(self) -> ProcessOutput:
         self._fresh = False
@@ -333,9 +375,9 @@ class Process:
 
     async def wait(self, timeout: float | None = None) -> CommandResult | None:
         """:meth:`wait_sync` under trio or asyncio."""
-        if self.ended_by is not None:
-            return self.result
-        return await _in_thread(partial(self.wait_sync, timeout))
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        await self._until(lambda: self.ended_by is not None, deadline)
+        return self.result
 
     def wait_ready_sync(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds, until the output matches ``ready`` or
@@ -345,7 +387,8 @@ class Process:
 
     async def wait_ready(self, timeout: float) -> None:
         """:meth:`wait_ready_sync` under trio or asyncio."""
-        await _in_thread(partial(self.wait_ready_sync, timeout))
+        deadline = time.monotonic() + timeout
+        await self._until(lambda: self._ready or self.ended_by is not None, deadline)
 
     def request_stop(self, reason: str = "stop") -> None:
         """Start the kill sequence (SIGTERM to the group, SIGKILL after the grace)
@@ -368,7 +411,9 @@ class Process:
 
     async def stop(self, reason: str = "stop") -> ProcessOutput:
         """:meth:`stop_sync` under trio or asyncio."""
-        return await _in_thread(partial(self.stop_sync, reason))
+        self.request_stop(reason)
+        await self.wait()
+        return self.read_sync()
 
     # -- supervision (its own thread) ----------------------------------------------
 
@@ -461,7 +506,7 @@ class Process:
             self._wake_write = -1
             os.close(self._wake_read)
             callbacks, self._on_end = self._on_end, []
-            self._changed.notify_all()
+            self._notify()
         for callback in callbacks:
             callback(self)
 
@@ -586,6 +631,34 @@ class Keeper(Spawner):
 
 def _nothing() -> None:
     return None
+
+
+def _async_event() -> tuple[Callable[[], object], Callable[[], Awaitable[object]]]:
+    """A wake-up any thread may call, and what the current task awaits for it,
+    under trio or asyncio."""
+    import sniffio
+
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        event = trio.Event()
+
+        def wake_trio() -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(event.set)
+
+        return wake_trio, event.wait
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Event = asyncio.Event()
+
+    def wake_asyncio() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(future.set)
+
+    return wake_asyncio, future.wait
 
 
 async def _in_thread(function: Callable[[], T]) -> T:

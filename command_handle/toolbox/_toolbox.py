@@ -920,17 +920,34 @@ class Toolbox:
     async def _process_tool(
         self, name: str, arguments: Mapping[str, Any] | str | None, owner: Any
     ) -> ToolResult:
-        """A process tool under trio or asyncio: what may block runs in a thread."""
-        waits = name in (PROCESS_STOP, PROCESS_WRITE)
-        if name == PROCESS_READ:
-            waits = True
-            if isinstance(arguments, Mapping) and not arguments.get("wait_seconds"):
-                waits = False  # nothing to wait for: answered here
-        if not waits:
+        """A process tool under trio or asyncio. A read and a stop wait in the
+        task (many waiting reads hold no threads); a write, which may wait a few
+        seconds for the program to take its input, runs in a thread."""
+        if name == PROCESS_WRITE:
+            call_in_thread = partial(self._process_tool_sync, name, arguments, owner)
+            written: ToolResult = await anyio.to_thread.run_sync(
+                call_in_thread, abandon_on_cancel=True
+            )
+            return written
+        if name not in (PROCESS_READ, PROCESS_STOP):
             return self._process_tool_sync(name, arguments, owner)
-        call_in_thread = partial(self._process_tool_sync, name, arguments, owner)
-        result: ToolResult = await anyio.to_thread.run_sync(call_in_thread, abandon_on_cancel=True)
-        return result
+        call = self._start(name)
+        try:
+            record, args = self._process_request(name, arguments, owner, call)
+        except _Refusal as refusal:
+            call.emit(refusal.event, **refusal.details)
+            await call.emit.settle()
+            return call.result(is_error=True, content=refusal.text)
+        assert record is not None
+        process = record.process
+        if name == PROCESS_READ:
+            output = await process.read(float(args.get("wait_seconds", 0)))
+        else:
+            with anyio.CancelScope(shield=True):  # a stop asked for is seen through
+                output = await process.stop()
+        content, structured = output_view(record, output, self.max_content)
+        self._delivered(record)
+        return call.result(is_error=False, content=content, structured=structured)
 
     async def read_process(
         self, process_id: str, principal: Any = None, *, wait: float = 0.0
