@@ -803,3 +803,27 @@ def test_many_waiting_reads_hold_no_threads_another_caller_needs(backend: str) -
     finally:
         toolbox.close()
     assert none_left(tag)
+
+
+def test_idle_does_not_count_while_a_start_or_a_read_waits() -> None:
+    """``session_idle`` shorter than the start's wait for ``ready`` and than a
+    read's wait: neither is cut short; idleness counts from the read's end."""
+    slow = "import sys, time\ntime.sleep(1.5)\nprint('up', flush=True)\ntime.sleep(300)\n"
+    toolbox = toolbox_of(
+        session_tool("slow", slow, {"ready": "^up", "yield_after": 20}),
+        policy=Policy(session_idle=0.5),
+    )
+    tag = unique("idle-wait")
+    try:
+        started = toolbox.call_sync("slow", {"tag": tag})
+        assert "still running" in started.content and "up" in started.content
+        process_id = data(started)["process_id"]
+        for read in (
+            toolbox.read_process_sync(process_id, wait=1.5),
+            asyncio.run(toolbox.read_process(process_id, wait=1.5)),
+        ):
+            assert data(read)["running"], read.content
+        assert none_left(tag, within=10)  # then, unread, it is idle
+        assert "nobody read or wrote it for 0.5 s" in toolbox.read_process_sync(process_id).content
+    finally:
+        toolbox.close()

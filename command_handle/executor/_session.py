@@ -150,6 +150,7 @@ class Process:
         self._windows: dict[str, _Window] = {}
         self._on_end: list[Callable[[Process], None]] = []
         self._wakers: list[Callable[[], object]] = []  # async waiters, woken on any change
+        self._waiting = 0  # reads and starts waiting on it now: it is not idle
 
     # -- state -------------------------------------------------------------------
 
@@ -217,6 +218,19 @@ class Process:
                 with self._changed, contextlib.suppress(ValueError):
                     self._wakers.remove(wake)
 
+    @contextlib.contextmanager
+    def _watched(self) -> Generator[None, None, None]:
+        """While someone waits for its output it is in use: the idle clock starts
+        when they stop waiting, not when they began."""
+        with self._changed:
+            self._waiting += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._waiting -= 1
+                self._active = time.monotonic()
+
     # -- reading -----------------------------------------------------------------
 
     def read_sync(self, wait: float = 0.0) -> ProcessOutput:
@@ -226,18 +240,19 @@ class Process:
         with self._changed:
             self._active = time.monotonic()
             if wait > 0:
-                self._changed.wait_for(
-                    lambda: self._fresh or self.ended_by is not None,
-                    max(0.0, deadline - time.monotonic()),
-                )
-                # Output comes in bursts (a prompt after an answer): take the rest of one.
-                while self.ended_by is None and time.monotonic() < deadline:
-                    self._fresh = False
-                    if not self._changed.wait_for(
+                with self._watched():
+                    self._changed.wait_for(
                         lambda: self._fresh or self.ended_by is not None,
-                        min(_SETTLE, max(0.0, deadline - time.monotonic())),
-                    ):
-                        break
+                        max(0.0, deadline - time.monotonic()),
+                    )
+                    # Output comes in bursts (a prompt after an answer): take the rest of one.
+                    while self.ended_by is None and time.monotonic() < deadline:
+                        self._fresh = False
+                        if not self._changed.wait_for(
+                            lambda: self._fresh or self.ended_by is not None,
+                            min(_SETTLE, max(0.0, deadline - time.monotonic())),
+                        ):
+                            break
             return self._take()
 
     async def read(self, wait: float = 0.0) -> ProcessOutput:
@@ -245,16 +260,15 @@ class Process:
         if wait <= 0:
             return self.read_sync()
         deadline = time.monotonic() + wait
-        with self._changed:
-            self._active = time.monotonic()
-        await self._until(lambda: self._fresh or self.ended_by is not None, deadline)
-        # Output comes in bursts (a prompt after an answer): take the rest of one.
-        while self.ended_by is None and time.monotonic() < deadline:
-            with self._changed:
-                self._fresh = False
-            settle = min(time.monotonic() + _SETTLE, deadline)
-            if not await self._until(lambda: self._fresh or self.ended_by is not None, settle):
-                break
+        with self._watched():
+            await self._until(lambda: self._fresh or self.ended_by is not None, deadline)
+            # Output comes in bursts (a prompt after an answer): take the rest of one.
+            while self.ended_by is None and time.monotonic() < deadline:
+                with self._changed:
+                    self._fresh = False
+                settle = min(time.monotonic() + _SETTLE, deadline)
+                if not await self._until(lambda: self._fresh or self.ended_by is not None, settle):
+                    break
         return self.read_sync()
 
     def _take(self) -> ProcessOutput:
@@ -382,13 +396,14 @@ class Process:
     def wait_ready_sync(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds, until the output matches ``ready`` or
         the process ends."""
-        with self._changed:
+        with self._changed, self._watched():
             self._changed.wait_for(lambda: self._ready or self.ended_by is not None, timeout)
 
     async def wait_ready(self, timeout: float) -> None:
         """:meth:`wait_ready_sync` under trio or asyncio."""
         deadline = time.monotonic() + timeout
-        await self._until(lambda: self._ready or self.ended_by is not None, deadline)
+        with self._watched():
+            await self._until(lambda: self._ready or self.ended_by is not None, deadline)
 
     def request_stop(self, reason: str = "stop") -> None:
         """Start the kill sequence (SIGTERM to the group, SIGKILL after the grace)
@@ -466,14 +481,16 @@ class Process:
                     watched = request.fd
                     waiter.register(watched, select.POLLIN)
                 timeout = request.timeout
-                if not aborting:
-                    idle_left = self._active + self.idle - time.monotonic()
+                if not aborting:  # idle counts from the last read or write; not while one waits
+                    idle_from = time.monotonic() if self._waiting else self._active
+                    idle_left = idle_from + self.idle - time.monotonic()
                     timeout = idle_left if timeout is None else min(timeout, idle_left)
                 waiter.poll(None if timeout is None else max(0.0, timeout) * 1000)
                 with contextlib.suppress(BlockingIOError):
                     os.read(self._wake_read, 64)
                 if not aborting:
-                    if self._stop_reason is None and (time.monotonic() >= self._active + self.idle):
+                    idle_from = time.monotonic() if self._waiting else self._active
+                    if self._stop_reason is None and time.monotonic() >= idle_from + self.idle:
                         self._stop_reason = "idle"
                     if self._stop_reason is not None:
                         aborting = True
