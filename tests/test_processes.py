@@ -28,7 +28,7 @@ from command_handle.executor import Executor
 from command_handle.form import escape
 from command_handle.toolbox import AuditEvent, Tool, ToolResult
 
-from .processes import PY, ROOT
+from .processes import PY, ROOT, concurrency_probe
 
 HANDLES = ROOT / "fixtures" / "handles"
 CANARY = "canary-process-7f3b9e21c4"
@@ -357,6 +357,60 @@ def test_limits_per_owner_and_in_total_start_nothing() -> None:
     assert none_left(tag + "-a") and none_left(tag + "-c")
 
 
+def test_a_toolbox_under_another_policy_shares_limits_and_processes(tmp_path: Path) -> None:
+    """One Toolbox per client workspace (``with_policy``) is one set of limits
+    and one set of processes: a process started under one workspace is read
+    and stopped under another, and the limits count them all."""
+    policy = Policy(max_sessions=2, max_sessions_per_owner=1)
+    toolbox = toolbox_of(session_tool("family", FAMILY, {"ready": "^family"}), policy=policy)
+    first = toolbox.with_policy(
+        Policy(max_sessions=2, max_sessions_per_owner=1, workspace=str(tmp_path))
+    )
+    second = toolbox.with_policy(Policy(max_sessions=2, max_sessions_per_owner=1, workspace="/"))
+    tag = unique("shared")
+    try:
+        started = first.call_sync("family", {"tag": tag + "-a"}, principal="ann")
+        process_id = data(started)["process_id"]
+        for box in (toolbox, second):
+            refused = box.call_sync("family", {"tag": tag + "-b"}, principal="ann")
+            assert refused.is_error and "max_sessions_per_owner" in refused.content
+        assert not second.call_sync("family", {"tag": tag + "-c"}, principal="bob").is_error
+        total = toolbox.call_sync("family", {"tag": tag + "-d"}, principal="cy")
+        assert total.is_error and "(max_sessions)" in total.content
+        assert not tagged(tag + "-b") and not tagged(tag + "-d")
+        listed = data(second.processes("ann"))["processes"]
+        assert [row["process_id"] for row in listed] == [process_id]
+        foreign = second.read_process_sync(process_id, principal="bob")
+        assert foreign.is_error and "There is no process" in foreign.content
+        second.write_process_sync(process_id, "hello\n", principal="ann")
+        assert "echo hello" in second.read_process_sync(process_id, "ann", wait=5).content
+        assert running(tag + "-a", 2)
+        assert toolbox.close() == 2  # the first Toolbox's closes every workspace's
+        assert none_left(tag + "-a") and none_left(tag + "-c")
+    finally:
+        toolbox.close()
+
+
+def test_an_executor_under_another_policy_shares_the_concurrency_slots(tmp_path: Path) -> None:
+    executor = Executor(Policy(max_concurrency=1))
+    other = executor.with_policy(Policy(max_concurrency=1, workspace=str(tmp_path)))
+    handle = concurrency_probe(tmp_path / "running", 0.5)
+    (tmp_path / "running").mkdir()
+
+    async def main() -> list[str]:
+        outputs: list[str] = []
+
+        async def one(runner: Executor) -> None:
+            outputs.append(str((await runner.call(handle)).stdout).strip())
+
+        async with trio.open_nursery() as nursery:
+            for runner in (executor, other, executor, other):
+                nursery.start_soon(one, runner)
+        return outputs
+
+    assert trio.run(main) == ["1", "1", "1", "1"]
+
+
 def test_idle_and_lifetime_stop_the_process_and_its_group() -> None:
     tag = unique("idle")
     idle = toolbox_of(
@@ -621,3 +675,155 @@ def test_under_bubblewrap_a_process_outlives_the_spawner_threads(
     finally:
         toolbox.close()
     assert none_left(tag)
+
+
+def test_command_line_call_says_that_the_process_it_started_is_stopped(tmp_path: Path) -> None:
+    import subprocess
+
+    tag = unique("cli-call")
+    tool = tmp_path / "family.json"
+    tool.write_text(json.dumps(session_tool("family", FAMILY, {"ready": "^family"})))
+    done = subprocess.run(
+        [PY, "-m", "command_handle", "call", str(tool), "--tool", "family",
+         "--args", json.dumps({"tag": tag})],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    process_id = json.loads(done.stdout)["structured"]["process_id"]
+    assert f"process {process_id} was stopped as the command exits" in done.stderr
+    assert "command-handle mcp" in done.stderr
+    assert none_left(tag)
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_output_is_plain_text_and_a_credential_split_by_escapes_is_redacted(
+    terminal: bool,
+) -> None:
+    """Control sequences are orders to a terminal (a title, the clipboard by OSC
+    52, a cleared screen) and can hide a credential from redaction: reads show
+    the text without them, also when a read ends inside one."""
+    code = (
+        "import os, sys, time\n"
+        "key = os.environ['API_KEY']\n"
+        "out = sys.stdout\n"
+        "out.write('color ' + key[:9] + '\\x1b[0m' + key[9:] + '\\n')\n"
+        "out.write('title \\x1b]0;' + key + '\\x07osc52 ')\n"
+        "out.write('\\x1b]52;c;aGVsbG8=\\x1b\\\\end\\x1b[2J\\n')\n"
+        "out.write('bell\\x07 back\\x08space \\x9b31mc1\\n')\n"
+        "out.write('ready\\n'); out.flush()\n"
+        "sys.stdin.readline()\n"
+        "out.write('cut \\x1b[3'); out.flush(); time.sleep(0.5)\n"
+        "out.write('1mred\\x1b[0m ' + key[:5]); out.flush(); time.sleep(0.5)\n"
+        "out.write('\\x1b[1m' + key[5:] + '\\n'); out.flush()\n"
+        "time.sleep(30)\n"
+    )
+    tool = session_tool(
+        "colors",
+        code,
+        {"ready": "ready", "terminal": terminal},
+        security={"scheme": "apiKey", "name": "vault"},
+        environment={"API_KEY": {"$credential": "value"}},
+    )
+    toolbox = toolbox_of(tool, credentials=lambda principal, handle: {"value": CANARY})
+    try:
+        started = toolbox.call_sync("colors", {"tag": "x"})
+        process_id = data(started)["process_id"]
+        toolbox.write_process_sync(process_id, "go\n")
+        reads = [started]
+        deadline = time.monotonic() + 10
+        shown = data(started)["stdout"]
+        while not ("cut" in shown and shown.endswith("\n")) and time.monotonic() < deadline:
+            reads.append(toolbox.read_process_sync(process_id, wait=0.3))
+            shown += data(reads[-1])["stdout"]
+        assert len(reads) >= 3  # the line came in pieces, cut inside a sequence
+        for text in [shown] + [read.content for read in reads]:
+            assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+            assert CANARY[:9] not in text and CANARY[9:] not in text
+        assert "color [credential]\ntitle osc52 end\nbell backspace c1\nready\n" in shown
+        assert "cut red " in shown and "[credential]\n" in shown.split("cut red ", 1)[1]
+    finally:
+        toolbox.close()
+
+
+def test_an_unfinished_sequence_is_held_for_the_next_read_but_not_for_long() -> None:
+    from command_handle.toolbox._plain import MAX_PENDING, plain
+
+    assert plain("text \x1b[3", more=True) == ("text ", "\x1b[3")
+    assert plain("text \x1b[3", more=False) == ("text 3", "")  # it ended: nothing follows
+    assert plain("title \x1b]0;name", more=True) == ("title ", "\x1b]0;name")
+    assert plain("line\r", more=True, terminal=True) == ("line", "\r")
+    assert plain("a\r\nb\rc", more=False, terminal=True) == ("a\nb\rc", "")
+    endless = "\x1b]0;" + "x" * MAX_PENDING
+    shown, pending = plain(endless, more=True)
+    assert pending == "" and shown == endless[2:]  # shown as text rather than held back
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_many_waiting_reads_hold_no_threads_another_caller_needs(backend: str) -> None:
+    """Waiting reads wait in their tasks: more of them than the worker threads
+    anyio lends (40) leave another owner's write, which does use one, free to
+    run while they wait."""
+    toolbox = toolbox_of(session_tool("family", FAMILY, {"ready": "^family"}))
+    tag = unique("waits")
+    waiting = 48
+
+    async def main() -> tuple[int, str]:
+        quiet = data(await toolbox.call("family", {"tag": tag}, principal="ann"))["process_id"]
+        other = data(await toolbox.call("family", {"tag": tag}, principal="bob"))["process_id"]
+        finished: list[ToolResult] = []
+
+        async def read() -> None:
+            finished.append(await toolbox.read_process(quiet, "ann", wait=60))
+
+        if backend == "trio":
+            async with trio.open_nursery() as nursery:
+                for _ in range(waiting):
+                    nursery.start_soon(read)
+                await trio.sleep(0.5)
+                await toolbox.write_process(other, "hello\n", "bob")
+                done_before = len(finished)
+                answer = await toolbox.read_process(other, "bob", wait=10)
+                await toolbox.stop_process(quiet, "ann")  # the waiting reads end with it
+        else:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(waiting):
+                    group.create_task(read())
+                await asyncio.sleep(0.5)
+                await toolbox.write_process(other, "hello\n", "bob")
+                done_before = len(finished)
+                answer = await toolbox.read_process(other, "bob", wait=10)
+                await toolbox.stop_process(quiet, "ann")
+        assert len(finished) == waiting and all("has ended" in r.content for r in finished)
+        return done_before, answer.content
+
+    try:
+        done_before, answer = trio.run(main) if backend == "trio" else asyncio.run(main())
+        assert done_before == 0  # bob's write did not wait for ann's reads
+        assert "echo hello" in answer
+    finally:
+        toolbox.close()
+    assert none_left(tag)
+
+
+def test_idle_does_not_count_while_a_start_or_a_read_waits() -> None:
+    """``session_idle`` shorter than the start's wait for ``ready`` and than a
+    read's wait: neither is cut short; idleness counts from the read's end."""
+    slow = "import sys, time\ntime.sleep(1.5)\nprint('up', flush=True)\ntime.sleep(300)\n"
+    toolbox = toolbox_of(
+        session_tool("slow", slow, {"ready": "^up", "yield_after": 20}),
+        policy=Policy(session_idle=0.5),
+    )
+    tag = unique("idle-wait")
+    try:
+        started = toolbox.call_sync("slow", {"tag": tag})
+        assert "still running" in started.content and "up" in started.content
+        process_id = data(started)["process_id"]
+        for read in (
+            toolbox.read_process_sync(process_id, wait=1.5),
+            asyncio.run(toolbox.read_process(process_id, wait=1.5)),
+        ):
+            assert data(read)["running"], read.content
+        assert none_left(tag, within=10)  # then, unread, it is idle
+        assert "nobody read or wrote it for 0.5 s" in toolbox.read_process_sync(process_id).content
+    finally:
+        toolbox.close()

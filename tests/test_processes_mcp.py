@@ -274,3 +274,53 @@ def test_command_line_limits_and_terminal(tools: Path) -> None:
     assert "max_sessions_per_owner" in refused and "Nothing was started" in refused
     assert "vt100 os.terminal_size(columns=90, lines=20)" in shown
     assert not tagged(tag)
+
+
+def test_with_roots_the_limits_and_processes_hold_across_workspaces(
+    tools: Path, tmp_path: Path
+) -> None:
+    """With ``--workspace-from-roots`` each root gets its own workspace, not its
+    own limits: a client that changes its roots neither starts more processes
+    than it may nor loses the ones it started."""
+    import mcp_types as types
+
+    tag = unique("mcp-roots")
+    workspaces = [tmp_path / name for name in ("a", "b", "c")]
+    for workspace in workspaces:
+        workspace.mkdir()
+    current = [workspaces[0]]
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        root = types.Root.model_validate({"uri": current[0].as_uri(), "name": "project"})
+        return types.ListRootsResult(roots=[root])
+
+    async def main() -> list[str]:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "command_handle", "mcp", str(tools), "--workspace-from-roots",
+                  "--max-sessions-per-client", "1"],
+            cwd=str(ROOT),
+        )  # fmt: skip
+        texts = []
+        async with Client(params, cache=None, list_roots_callback=roots, mode="legacy") as client:
+            for workspace in workspaces:
+                current[0] = workspace
+                texts.append(text_of(await client.call_tool("family", {"tag": tag})))
+            process_id = process_id_of(texts[0])
+            await client.call_tool("process_write", {"process_id": process_id, "input": "hi\n"})
+            read = await client.call_tool("process_read", {"process_id": process_id,
+                                                           "wait_seconds": 5})  # fmt: skip
+            texts.append(text_of(read))
+            texts.append(
+                text_of(await client.call_tool("process_stop", {"process_id": process_id}))
+            )
+            assert none_left(tag)
+        return texts
+
+    first, second, third, read, stopped = anyio.run(main)
+    assert "still running" in first
+    for refused in (second, third):
+        assert "max_sessions_per_owner" in refused and "Nothing was started" in refused
+    assert "echo hi" in read
+    assert "has ended: it was stopped" in stopped
+    assert none_left(tag)

@@ -62,6 +62,16 @@ def _cmd_call(options: argparse.Namespace) -> int:
         return EXIT_REFUSED
     result = run_interruptibly(lambda: toolbox.call(options.tool, args))
     print(_json.stringify(result.to_json(), indent=2))
+    structured = result.structured
+    if isinstance(structured, dict) and structured.get("running") and "process_id" in structured:
+        # One call in one process: nobody could read, write or stop it later.
+        toolbox.close()
+        print(
+            f"command-handle: process {structured['process_id']} was stopped as the command "
+            "exits; serve the tools with `command-handle mcp` (or use the Python Toolbox) "
+            "to keep a program running between calls",
+            file=sys.stderr,
+        )
     if not result.is_error:
         return EXIT_OK
     return EXIT_FAILED if result.result is not None else EXIT_REFUSED  # ran, or refused

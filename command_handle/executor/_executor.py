@@ -130,6 +130,18 @@ class Executor:
         self._processes: dict[str, Process] = {}
         _EXECUTORS.add(self)
 
+    def with_policy(self, policy: Policy) -> Executor:
+        """An Executor that runs calls under ``policy`` (another workspace, say)
+        but shares this one's limits: its concurrency slots and its processes,
+        which either lists, stops and counts against ``max_sessions`` and
+        ``max_sessions_per_owner``. A server that makes one per client workspace
+        thus keeps one bound on children and processes, not one per workspace."""
+        executor = Executor(policy)
+        executor._slots = self._slots
+        executor._lock = self._lock
+        executor._processes = self._processes
+        return executor
+
     @property
     def spawned(self) -> int:
         """Launches attempted (a failed launch counts), for monitoring."""

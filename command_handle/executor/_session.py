@@ -30,7 +30,7 @@ import termios
 import threading
 import time
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -149,6 +149,8 @@ class Process:
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._windows: dict[str, _Window] = {}
         self._on_end: list[Callable[[Process], None]] = []
+        self._wakers: list[Callable[[], object]] = []  # async waiters, woken on any change
+        self._waiting = 0  # reads and starts waiting on it now: it is not idle
 
     # -- state -------------------------------------------------------------------
 
@@ -184,7 +186,50 @@ class Process:
             text = self._recent.decode("utf-8", "replace")
             if self._ready_pattern.search(text):
                 self._ready = True
+        self._notify()
+
+    def _notify(self) -> None:
+        """Wake every waiter, thread or task (under the lock)."""
         self._changed.notify_all()
+        wakers, self._wakers = self._wakers, []
+        for wake in wakers:
+            wake()
+
+    async def _until(self, done: Callable[[], bool], deadline: float) -> bool:
+        """Wait in this task, not in a thread, until ``done()`` (checked under the
+        lock) or the monotonic ``deadline``; returns ``done()``. A worker thread
+        per waiting read would let one client's waits use up the threads every
+        other client's calls need."""
+        while True:
+            with self._changed:
+                if done():
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                wake, woken = _async_event()
+                self._wakers.append(wake)
+            import anyio
+
+            try:
+                with anyio.move_on_after(left):
+                    await woken()
+            finally:
+                with self._changed, contextlib.suppress(ValueError):
+                    self._wakers.remove(wake)
+
+    @contextlib.contextmanager
+    def _watched(self) -> Generator[None, None, None]:
+        """While someone waits for its output it is in use: the idle clock starts
+        when they stop waiting, not when they began."""
+        with self._changed:
+            self._waiting += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._waiting -= 1
+                self._active = time.monotonic()
 
     # -- reading -----------------------------------------------------------------
 
@@ -195,25 +240,36 @@ class Process:
         with self._changed:
             self._active = time.monotonic()
             if wait > 0:
-                self._changed.wait_for(
-                    lambda: self._fresh or self.ended_by is not None,
-                    max(0.0, deadline - time.monotonic()),
-                )
-                # Output comes in bursts (a prompt after an answer): take the rest of one.
-                while self.ended_by is None and time.monotonic() < deadline:
-                    self._fresh = False
-                    if not self._changed.wait_for(
+                with self._watched():
+                    self._changed.wait_for(
                         lambda: self._fresh or self.ended_by is not None,
-                        min(_SETTLE, max(0.0, deadline - time.monotonic())),
-                    ):
-                        break
+                        max(0.0, deadline - time.monotonic()),
+                    )
+                    # Output comes in bursts (a prompt after an answer): take the rest of one.
+                    while self.ended_by is None and time.monotonic() < deadline:
+                        self._fresh = False
+                        if not self._changed.wait_for(
+                            lambda: self._fresh or self.ended_by is not None,
+                            min(_SETTLE, max(0.0, deadline - time.monotonic())),
+                        ):
+                            break
             return self._take()
 
     async def read(self, wait: float = 0.0) -> ProcessOutput:
-        """:meth:`read_sync` under trio or asyncio (a waiting read waits in a thread)."""
+        """:meth:`read_sync` under trio or asyncio; a waiting read waits in the task."""
         if wait <= 0:
             return self.read_sync()
-        return await _in_thread(partial(self.read_sync, wait))
+        deadline = time.monotonic() + wait
+        with self._watched():
+            await self._until(lambda: self._fresh or self.ended_by is not None, deadline)
+            # Output comes in bursts (a prompt after an answer): take the rest of one.
+            while self.ended_by is None and time.monotonic() < deadline:
+                with self._changed:
+                    self._fresh = False
+                settle = min(time.monotonic() + _SETTLE, deadline)
+                if not await self._until(lambda: self._fresh or self.ended_by is not None, settle):
+                    break
+        return self.read_sync()
 
     def _take(self) -> ProcessOutput:
         self._fresh = False
@@ -333,19 +389,21 @@ class Process:
 
     async def wait(self, timeout: float | None = None) -> CommandResult | None:
         """:meth:`wait_sync` under trio or asyncio."""
-        if self.ended_by is not None:
-            return self.result
-        return await _in_thread(partial(self.wait_sync, timeout))
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        await self._until(lambda: self.ended_by is not None, deadline)
+        return self.result
 
     def wait_ready_sync(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds, until the output matches ``ready`` or
         the process ends."""
-        with self._changed:
+        with self._changed, self._watched():
             self._changed.wait_for(lambda: self._ready or self.ended_by is not None, timeout)
 
     async def wait_ready(self, timeout: float) -> None:
         """:meth:`wait_ready_sync` under trio or asyncio."""
-        await _in_thread(partial(self.wait_ready_sync, timeout))
+        deadline = time.monotonic() + timeout
+        with self._watched():
+            await self._until(lambda: self._ready or self.ended_by is not None, deadline)
 
     def request_stop(self, reason: str = "stop") -> None:
         """Start the kill sequence (SIGTERM to the group, SIGKILL after the grace)
@@ -368,7 +426,9 @@ class Process:
 
     async def stop(self, reason: str = "stop") -> ProcessOutput:
         """:meth:`stop_sync` under trio or asyncio."""
-        return await _in_thread(partial(self.stop_sync, reason))
+        self.request_stop(reason)
+        await self.wait()
+        return self.read_sync()
 
     # -- supervision (its own thread) ----------------------------------------------
 
@@ -421,14 +481,16 @@ class Process:
                     watched = request.fd
                     waiter.register(watched, select.POLLIN)
                 timeout = request.timeout
-                if not aborting:
-                    idle_left = self._active + self.idle - time.monotonic()
+                if not aborting:  # idle counts from the last read or write; not while one waits
+                    idle_from = time.monotonic() if self._waiting else self._active
+                    idle_left = idle_from + self.idle - time.monotonic()
                     timeout = idle_left if timeout is None else min(timeout, idle_left)
                 waiter.poll(None if timeout is None else max(0.0, timeout) * 1000)
                 with contextlib.suppress(BlockingIOError):
                     os.read(self._wake_read, 64)
                 if not aborting:
-                    if self._stop_reason is None and (time.monotonic() >= self._active + self.idle):
+                    idle_from = time.monotonic() if self._waiting else self._active
+                    if self._stop_reason is None and time.monotonic() >= idle_from + self.idle:
                         self._stop_reason = "idle"
                     if self._stop_reason is not None:
                         aborting = True
@@ -447,6 +509,12 @@ class Process:
             fd, self._input_fd = self._input_fd, -1
             if fd >= 0:
                 os.close(fd)
+        try:
+            cleanup.close()  # the call's TMPDIR, gone before anyone learns of the end
+        finally:
+            self._ended(result, outcome)
+
+    def _ended(self, result: CommandResult, outcome: Outcome) -> None:
         with self._changed:
             reason = "lifetime" if outcome.timed_out else self._stop_reason or "exit"
             self.result = result
@@ -455,8 +523,7 @@ class Process:
             self._wake_write = -1
             os.close(self._wake_read)
             callbacks, self._on_end = self._on_end, []
-            self._changed.notify_all()
-        cleanup.close()  # the call's TMPDIR
+            self._notify()
         for callback in callbacks:
             callback(self)
 
@@ -581,6 +648,34 @@ class Keeper(Spawner):
 
 def _nothing() -> None:
     return None
+
+
+def _async_event() -> tuple[Callable[[], object], Callable[[], Awaitable[object]]]:
+    """A wake-up any thread may call, and what the current task awaits for it,
+    under trio or asyncio."""
+    import sniffio
+
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        event = trio.Event()
+
+        def wake_trio() -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(event.set)
+
+        return wake_trio, event.wait
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Event = asyncio.Event()
+
+    def wake_asyncio() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(future.set)
+
+    return wake_asyncio, future.wait
 
 
 async def _in_thread(function: Callable[[], T]) -> T:

@@ -134,14 +134,15 @@ def build_server(
         root = await _root_directory(ctx, toolbox.policy.workspace)
         if root is None:
             return toolbox
-        box = by_root.get(root)
+        box = by_root.pop(root, None)
         if box is None:
-            # The oldest workspace without a running process makes room; one
-            # that holds processes stays, or they could not be read or stopped.
-            idle = [key for key, each in by_root.items() if not each.holds_processes]
-            if len(by_root) >= MAX_ROOT_TOOLBOXES and idle:
-                by_root.pop(idle[0])
-            box = by_root[root] = toolbox.with_policy(replace(toolbox.policy, workspace=root))
+            # The least recently used workspace makes room. Its processes run on:
+            # every workspace's Toolbox shares the limits and the processes of
+            # ``toolbox``, so they are still read, stopped and counted.
+            if len(by_root) >= MAX_ROOT_TOOLBOXES:
+                by_root.pop(next(iter(by_root)))
+            box = toolbox.with_policy(replace(toolbox.policy, workspace=root))
+        by_root[root] = box  # the most recently used last
         return box
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._secrets import redact, redact_cut
 from ._events import Emitter, EventSink
+from ._plain import plain
 from ._tool import Tool
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ class ProcessRecord:
     secret_input: bool
     call_id: str
     reads: int = field(default=0)
+    # per stream, a control sequence a read ended inside of, for the next read
+    pending: dict[str, str] = field(default_factory=dict)
 
     def emitter(self, sink: EventSink | None) -> Emitter:
         return Emitter(sink, self.process.tool, self.call_id, self.secrets)
@@ -167,18 +170,25 @@ def _piece(text: str | bytes | None, secrets: tuple[str, ...], *, before: bool, 
 
 def _stream(
     record: ProcessRecord,
+    name: str,
     head: str | bytes,
     tail: str | bytes | None,
     dropped: int,
     budget: int,
     running: bool,
 ) -> str:
-    """One stream of one read, redacted (its edges are cuts) and within ``budget``."""
+    """One stream of one read as plain text (``_plain``), redacted (its edges
+    are cuts) and within ``budget``."""
     secrets = record.secrets
     first = record.reads == 0
-    if record.process.terminal is not None:  # a terminal ends its lines with CR LF
-        head = head.replace("\r\n", "\n") if isinstance(head, str) else head
-        tail = tail.replace("\r\n", "\n") if isinstance(tail, str) else tail
+    if isinstance(head, str):
+        terminal = record.process.terminal is not None
+        head = record.pending.pop(name, "") + head
+        head, pending = plain(head, more=running and tail is None, terminal=terminal)
+        if isinstance(tail, str):
+            tail, pending = plain(tail, more=running, terminal=terminal)
+        if pending:
+            record.pending[name] = pending
     if tail is None:
         text = _piece(head, secrets, before=not first, after=running)
         if len(text) <= budget:
@@ -200,6 +210,7 @@ def output_view(
     process = record.process
     out = _stream(
         record,
+        "stdout",
         output.stdout,
         output.stdout_tail,
         output.stdout_dropped,
@@ -208,6 +219,7 @@ def output_view(
     )
     err = _stream(
         record,
+        "stderr",
         output.stderr,
         output.stderr_tail,
         output.stderr_dropped,

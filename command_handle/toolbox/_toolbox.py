@@ -25,7 +25,6 @@ import inspect
 import os
 import threading
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -379,10 +378,8 @@ class Toolbox:
         self.variable_files = tuple(os.fspath(path) for path in variable_files)
         self.secret_variables = frozenset(secret_variables)
         self.terminal = terminal or Terminal()
+        # Shared with with_policy's Toolboxes, as their Executors share one table.
         self._records: dict[str, ProcessRecord] = {}
-        # with_policy's Toolboxes, held weakly: whoever made one keeps it while
-        # its processes run (the MCP server never drops one that holds any).
-        self._derived: weakref.WeakSet[Toolbox] = weakref.WeakSet()
         self._builtins: dict[str, Tool] = {}
         if any(tool.session is not None for tool in tools):
             self._builtins = {tool.name: tool for tool in builtin_tools()}
@@ -468,23 +465,23 @@ class Toolbox:
 
     def with_policy(self, policy: Policy) -> Toolbox:
         """A Toolbox of the same tools and hooks under another Policy (an MCP
-        client's workspace, say), with its own Executor."""
+        client's workspace, say). It shares this one's limits and processes:
+        its Executor counts children and processes with this one's
+        (:meth:`Executor.with_policy <command_handle.Executor.with_policy>`),
+        and a process either started is read, written, stopped and listed
+        through either, so a client whose workspace changed still reaches
+        the processes it started before. Closing this Toolbox closes it too."""
         box = Toolbox.__new__(Toolbox)
-        box.__dict__.update(self.__dict__)
+        box.__dict__.update(self.__dict__)  # the records and their lock are shared
         box.policy = policy
-        box._executor = None
-        box._executor_lock = threading.Lock()
-        # Its processes run on its own Executor: it keeps their records, and
-        # closing this Toolbox closes it too.
-        box._records = {}
-        box._derived = weakref.WeakSet()
-        self._derived.add(box)
+        box._executor = self.executor.with_policy(policy)
         return box
 
     @property
     def holds_processes(self) -> bool:
-        """Whether a process it started is running or has output left to read."""
-        return bool(self._records) or any(box.holds_processes for box in self._derived)
+        """Whether a process it (or a Toolbox it shares them with) started is
+        running or has output left to read."""
+        return bool(self._records)
 
     # -- the collection ----------------------------------------------------------
 
@@ -931,17 +928,34 @@ class Toolbox:
     async def _process_tool(
         self, name: str, arguments: Mapping[str, Any] | str | None, owner: Any
     ) -> ToolResult:
-        """A process tool under trio or asyncio: what may block runs in a thread."""
-        waits = name in (PROCESS_STOP, PROCESS_WRITE)
-        if name == PROCESS_READ:
-            waits = True
-            if isinstance(arguments, Mapping) and not arguments.get("wait_seconds"):
-                waits = False  # nothing to wait for: answered here
-        if not waits:
+        """A process tool under trio or asyncio. A read and a stop wait in the
+        task (many waiting reads hold no threads); a write, which may wait a few
+        seconds for the program to take its input, runs in a thread."""
+        if name == PROCESS_WRITE:
+            call_in_thread = partial(self._process_tool_sync, name, arguments, owner)
+            written: ToolResult = await anyio.to_thread.run_sync(
+                call_in_thread, abandon_on_cancel=True
+            )
+            return written
+        if name not in (PROCESS_READ, PROCESS_STOP):
             return self._process_tool_sync(name, arguments, owner)
-        call_in_thread = partial(self._process_tool_sync, name, arguments, owner)
-        result: ToolResult = await anyio.to_thread.run_sync(call_in_thread, abandon_on_cancel=True)
-        return result
+        call = self._start(name)
+        try:
+            record, args = self._process_request(name, arguments, owner, call)
+        except _Refusal as refusal:
+            call.emit(refusal.event, **refusal.details)
+            await call.emit.settle()
+            return call.result(is_error=True, content=refusal.text)
+        assert record is not None
+        process = record.process
+        if name == PROCESS_READ:
+            output = await process.read(float(args.get("wait_seconds", 0)))
+        else:
+            with anyio.CancelScope(shield=True):  # a stop asked for is seen through
+                output = await process.stop()
+        content, structured = output_view(record, output, self.max_content)
+        self._delivered(record)
+        return call.result(is_error=False, content=content, structured=structured)
 
     async def read_process(
         self, process_id: str, principal: Any = None, *, wait: float = 0.0
@@ -982,26 +996,23 @@ class Toolbox:
 
     def close(self, owner: Any = ANY) -> int:
         """Stop every process this Toolbox started (of ``owner``, when given),
+        and every one of the Toolboxes it shares them with (:meth:`with_policy`),
         with everything they started, and wait until they are gone; returns
         how many were running. The Toolbox remains usable."""
-        stopped = sum(box.close(owner) for box in list(self._derived))
         if self._executor is None:
-            return stopped
+            return 0
         from ..executor import ANY_OWNER
 
-        return stopped + self._executor.stop_processes(ANY_OWNER if owner is ANY else owner)
+        return self._executor.stop_processes(ANY_OWNER if owner is ANY else owner)
 
     async def aclose(self, owner: Any = ANY) -> int:
         """:meth:`close` under trio or asyncio; it finishes even when cancelled."""
-        stopped = 0
-        for box in list(self._derived):
-            stopped += await box.aclose(owner)
         if self._executor is None:
-            return stopped
+            return 0
         from ..executor import ANY_OWNER
 
         executor = self._executor
-        return stopped + await executor.stop_processes_async(ANY_OWNER if owner is ANY else owner)
+        return await executor.stop_processes_async(ANY_OWNER if owner is ANY else owner)
 
     def __enter__(self) -> Toolbox:
         return self
