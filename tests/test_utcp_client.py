@@ -584,3 +584,29 @@ def test_utcp_run_and_tools_take_variables(tmp_path: Path) -> None:
         "utcp", "run", str(printer), "--variables", '{"API_KEY": "j"}', "--variable", "API_KEY=k"
     )
     assert flag.stdout.strip() == "k", flag.stderr
+
+
+def test_a_manual_never_reads_a_longer_named_manuals_variables(tmp_path: Path) -> None:
+    # UTCP's doubling makes ``a__b_TOKEN`` both manual ``a_b``'s TOKEN and manual
+    # ``a``'s ``_b_TOKEN``: the name belongs to ``a_b`` alone.
+    (tmp_path / "manual.json").write_text(json.dumps(manual()))
+    reader = tmp_path / "reader"
+    reader.mkdir()
+    (reader / "manual.json").write_text(json.dumps(manual()).replace("${TOKEN}", "${_b_TOKEN}"))
+    config = {
+        "variables": {"a__b_TOKEN": CANARY},
+        "manual_call_templates": [discovery(reader, "a"), discovery(tmp_path, "a_b")],
+    }
+    made = client(config)
+    assert CANARY in json.dumps(asyncio.run(made.call_tool("a_b.probe", {"q": "x"})))
+    with pytest.raises(EnvironmentVariableError, match="'_b_TOKEN'"):
+        asyncio.run(made.call_tool("a.probe", {"q": "x"}))
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "client.json").write_text(
+        json.dumps({"manual_call_templates": config["manual_call_templates"]})
+    )
+    box = Toolbox.load(tools, variables={"a__b_TOKEN": CANARY})
+    assert CANARY in json.dumps(box.call_sync("a_b.probe", {"q": "x"}).to_json())
+    result = box.call_sync("a.probe", {"q": "x"})
+    assert result.is_error and CANARY not in json.dumps(result.to_json())

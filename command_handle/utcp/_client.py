@@ -377,19 +377,30 @@ def namespaced_variables(
     """The variables a manual's templates see: ``<manual with _ doubled>_NAME``
     from the configuration (first) or a dotenv file, as ``NAME``; then the
     other names as they are, except those namespaced for the ``others``
-    manuals: one manual never reads another's."""
-    prefix = namespace.replace("_", "__") + "_"
-    foreign = tuple(other.replace("_", "__") + "_" for other in others if other != namespace)
+    manuals: one manual never reads another's.
+
+    UTCP's doubling is not one-to-one on prefixes: ``a__b_TOKEN`` is manual
+    ``a_b``'s ``TOKEN`` and also manual ``a``'s ``_b_TOKEN``. A name belongs to
+    the known manual with the longest prefix it starts with, so ``a`` never
+    reads ``a_b``'s variables."""
+    prefixes = {name: name.replace("_", "__") + "_" for name in {*others, namespace} if name}
+
+    def owner(key: str) -> str | None:
+        matching = [name for name, prefix in prefixes.items() if key.startswith(prefix)]
+        matching = [name for name in matching if len(key) > len(prefixes[name])]
+        return max(matching, key=lambda name: len(prefixes[name]), default=None)
+
     sources = [variables, *loaded]
     out: dict[str, str] = {}
     for source in reversed(sources):  # earlier sources win
-        out.update({key: value for key, value in source.items() if not key.startswith(foreign)})
+        out.update({key: value for key, value in source.items() if owner(key) in (None, namespace)})
     if not namespace:
         return out
+    own = prefixes[namespace]
     for source in reversed(sources):  # and a namespaced name wins over a bare one
         for key, value in source.items():
-            if key.startswith(prefix) and len(key) > len(prefix):
-                out[key[len(prefix) :]] = value
+            if owner(key) == namespace:
+                out[key[len(own) :]] = value
     return out
 
 
