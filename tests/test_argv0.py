@@ -4,6 +4,7 @@ executed is the resolved path. UTCP's missing optional arguments and 0.x
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from typing import Any
@@ -79,6 +80,36 @@ def test_under_bubblewrap_argv0_is_the_path(tmp_path: Any) -> None:
     policy = Policy(sandbox="read-only", sandbox_backend="bubblewrap", workspace=str(tmp_path))
     result = Executor(policy).run_sync(handle("sh").prepare({}, policy))
     assert result.stdout == shutil.which("sh")
+
+
+def test_an_allowlisted_file_runs_only_under_an_allowed_name(tmp_path: Any) -> None:
+    # A multi-call program does what argv[0] names (busybox, coreutils built as
+    # one file; bash under the name sh). A link of another name to an allowed
+    # file is the same file but not the same program: refused, as is a bare
+    # name that resolves to it.
+    sh = shutil.which("sh")
+    assert sh is not None
+    (tmp_path / "allowed").symlink_to(sh)
+    (tmp_path / "other").symlink_to(sh)
+    policy = Policy(allowed_commands=[str(tmp_path / "allowed")])
+    executor = Executor(policy)
+    allowed = handle(str(tmp_path / "allowed")).prepare({}, policy)
+    assert executor.run_sync(allowed).stdout == str(tmp_path / "allowed")
+    for written in (str(tmp_path / "other"), "sh"):
+        with pytest.raises(HandleError, match="the policy does not allow"):
+            handle(written).prepare({}, policy)
+    template = {"call_template_type": "cli", "commands": [{"command": f"{tmp_path}/other -c :"}]}
+    with pytest.raises(HandleError, match="the policy does not allow"):
+        utcp.call_sync(template, {}, policy=policy)
+    # the file's own name, and an allowed entry's, are its names
+    real = Policy(allowed_commands=[os.path.realpath(sh)])
+    assert Executor(real).run_sync(handle(os.path.realpath(sh)).prepare({}, real)).stdout
+    file_name = os.path.basename(os.path.realpath(sh))
+    (tmp_path / file_name).symlink_to(sh)
+    named = Policy(allowed_commands=[file_name], match_command_names=True)
+    assert Executor(named).run_sync(handle(str(tmp_path / file_name)).prepare({}, named)).stdout
+    with pytest.raises(HandleError, match="the policy does not allow"):
+        handle(str(tmp_path / "other")).prepare({}, named)
 
 
 # -- MISSING_ARG_<name> ---------------------------------------------------------------
