@@ -494,6 +494,18 @@ def test_a_discovered_description_holding_a_secret_is_refused(tmp_path: Path) ->
         Toolbox.load(tools, variable_files=files, secret_variables=["TOKEN"])
     assert CANARY not in str(refused.value)
     assert Toolbox.load(tools, variable_files=files).names() == ["team_probe", "team_count"]
+    # a value with a quote or a backslash, which JSON text escapes, is found too;
+    # so is one in a schema's key
+    quoted = 'k"ey\\' + CANARY
+    leaky["tools"][1]["description"] = f"token {quoted}"
+    (tmp_path / "manual.json").write_text(json.dumps(leaky))
+    with pytest.raises(ToolLoadError, match="'team_count' holds the value of a secret"):
+        Toolbox.load(tools, variables={"team_TOKEN": quoted}, secret_variables=["TOKEN"])
+    leaky["tools"][1]["description"] = "counts words"
+    leaky["tools"][1]["inputs"]["properties"] = {quoted: {"type": "string"}}
+    (tmp_path / "manual.json").write_text(json.dumps(leaky))
+    with pytest.raises(ToolLoadError, match="'team_count' holds the value of a secret"):
+        Toolbox.load(tools, variables={"team_TOKEN": quoted}, secret_variables=["TOKEN"])
 
 
 def test_the_mcp_server_log_says_why_a_call_was_refused(tmp_path: Path) -> None:

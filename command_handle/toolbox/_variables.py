@@ -59,8 +59,6 @@ def check_descriptions(tools: Iterable[Any], variables: Variables, secret: Itera
     """A discovered manual is another program's output: refuse a tool whose
     description or schema holds the value of a secret variable, which the
     model would be shown."""
-    import json
-
     from .._secrets import MIN_REDACTED
     from ._load import ToolLoadError
 
@@ -75,10 +73,25 @@ def check_descriptions(tools: Iterable[Any], variables: Variables, secret: Itera
         and (key in names or any(key.endswith("_" + name) for name in names))
     }
     for tool in tools:
-        shown = json.dumps([tool.name, tool.description, tool.parameters], ensure_ascii=False)
-        if any(value in shown for value in values):
+        # Each text as the model reads it: in JSON text a value with a quote or
+        # a backslash is escaped, and would not be found there.
+        texts = list(_texts([tool.name, tool.description, tool.parameters]))
+        if any(value in text for value in values for text in texts):
             raise ToolLoadError(
                 tool.source,
                 f"the description of the tool {tool.name!r} holds the value of a secret "
                 "variable; it would be shown to the model",
             )
+
+
+def _texts(value: Any) -> Iterable[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
