@@ -22,10 +22,12 @@ from command_handle.call import PlanResult
 from command_handle.errors import EnvironmentVariableError, HandleError
 from command_handle.toolbox import Toolbox, ToolLoadError
 from command_handle.utcp import (
+    MAX_VARIABLES_FILE,
     ProtocolNotAllowedError,
     UnknownToolError,
     UtcpClient,
     UtcpLoadError,
+    dotenv_variables,
 )
 
 from .processes import PROBE, PY, ROOT
@@ -622,3 +624,36 @@ def test_a_manual_never_reads_a_longer_named_manuals_variables(tmp_path: Path) -
     assert CANARY in json.dumps(box.call_sync("a_b.probe", {"q": "x"}).to_json())
     result = box.call_sync("a.probe", {"q": "x"})
     assert result.is_error and CANARY not in json.dumps(result.to_json())
+
+
+def test_a_variables_file_must_be_a_small_regular_file(tmp_path: Path) -> None:
+    # read at each call: a FIFO would block every call, a device never end
+    fifo = tmp_path / "fifo.env"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.env"
+    big.write_text("A=" + "a" * MAX_VARIABLES_FILE + "\n")
+    for path, why in (
+        (fifo, "is not a regular file"),
+        (Path("/dev/zero"), "is not a regular file"),
+        (big, "is larger than"),
+        (tmp_path, "Is a directory"),
+        (tmp_path / "missing.env", "No such file"),
+    ):
+        with pytest.raises(UtcpLoadError, match=why):
+            dotenv_variables(path)
+    # a link to a file is read as the file; nothing is interpolated
+    (tmp_path / "real.env").write_text('A=1\nB=${A}x\nC=${HOME}\nD="$(id)"\n')
+    (tmp_path / "link.env").symlink_to(tmp_path / "real.env")
+    assert dotenv_variables(tmp_path / "link.env") == {
+        "A": "1",
+        "B": "${A}x",
+        "C": "${HOME}",
+        "D": "$(id)",
+    }
+    # a file that becomes a FIFO after load refuses the call instead of blocking it
+    tools = toolbox_files(tmp_path)
+    box = Toolbox.load(tools, variable_files=[tmp_path / "team.env"])
+    (tmp_path / "team.env").unlink()
+    os.mkfifo(tmp_path / "team.env")
+    result = box.call_sync("team.probe", {"q": "x"})
+    assert result.is_error and "nothing ran" in str(result.content).lower()

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..executor import Executor
 
 __all__ = [
+    "MAX_VARIABLES_FILE",
     "DotEnvVariableLoader",
     "dotenv_variables",
     "manual_name",
@@ -85,17 +86,39 @@ class DotEnvVariableLoader(BaseModel):
         return self.values().get(key)
 
 
+MAX_VARIABLES_FILE = 1 << 20
+"""The largest dotenv file read (bytes): it is read at each call."""
+
+
 def dotenv_variables(path: str | os.PathLike[str]) -> dict[str, str]:
     """The variables of a dotenv file (python-dotenv's format; no interpolation
     from the host environment). Raises :class:`UtcpLoadError` naming the file
-    when it cannot be read."""
+    when it cannot be read, is not a regular file (a FIFO would block every
+    call, a device never end) or is larger than :data:`MAX_VARIABLES_FILE`."""
+    import io
+    import stat
+
     from dotenv import dotenv_values
 
+    where = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as stream:
-            values = dotenv_values(stream=stream, interpolate=False)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UtcpLoadError(f"cannot read the variables file {os.fspath(path)!r}: {exc}") from None
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(descriptor, "rb") as stream:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                raise UtcpLoadError(f"the variables file {where!r} is not a regular file")
+            data = stream.read(MAX_VARIABLES_FILE + 1)
+        if len(data) > MAX_VARIABLES_FILE:
+            raise UtcpLoadError(
+                f"the variables file {where!r} is larger than {MAX_VARIABLES_FILE} bytes"
+            )
+        values = dotenv_values(stream=io.StringIO(data.decode("utf-8")), interpolate=False)
+    except OSError as exc:
+        raise UtcpLoadError(
+            f"cannot read the variables file {where!r}: {exc.strerror or exc}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise UtcpLoadError(f"cannot read the variables file {where!r}: {exc}") from None
     return {key: value for key, value in values.items() if value is not None}
 
 
