@@ -657,3 +657,21 @@ def test_a_variables_file_must_be_a_small_regular_file(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "team.env")
     result = box.call_sync("team.probe", {"q": "x"})
     assert result.is_error and "nothing ran" in str(result.content).lower()
+
+
+def test_utcp_run_reads_a_manual_files_variables_as_call_does(tmp_path: Path) -> None:
+    # `call` names a manual file's manual after the file; `utcp run` on the same
+    # file and tool reads the same namespaced variables.
+    leaky = manual()
+    leaky["tools"][1]["tool_call_template"]["commands"] = [{"command": "printenv TOKEN"}]
+    leaky["tools"][1]["tool_call_template"]["env_vars"] = {"TOKEN": "${TOKEN}"}
+    (tmp_path / "my-team.json").write_text(json.dumps(leaky))
+    (tmp_path / "vars.env").write_text(f"TOKEN=bare\nmy__team_TOKEN={CANARY}\n")
+    file = str(tmp_path / "my-team.json")
+    env = ("--variables-file", str(tmp_path / "vars.env"))
+    ran = cli("utcp", "run", file, "--tool", "count", *env)
+    assert ran.stdout.strip() == CANARY, ran.stderr
+    called = cli("call", "--tool", "my_team.count", "--args", "{}", *env, file)
+    assert json.loads(called.stdout)["content"] == CANARY, called.stderr
+    flag = cli("utcp", "run", file, "--tool", "count", "--variable", "my__team_TOKEN=k")
+    assert flag.stdout.strip() == "k", flag.stderr
