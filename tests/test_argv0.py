@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from command_handle import CommandHandle, Executor, Policy, utcp
-from command_handle.errors import ArgumentsError, HandleError
+from command_handle.errors import ArgumentsError, HandleError, OptionArgumentError
 
 from .processes import PROBE
 
@@ -138,6 +138,29 @@ def test_a_missing_optional_argument_is_the_marker_utcp_cli_substitutes() -> Non
     bare = utcp.load(OPTIONAL["tool_call_template"])  # type: ignore[arg-type]
     with pytest.raises(ArgumentsError, match="missing argument 'flag'"):
         utcp.call_sync(bare, {"path": "a.txt"})
+
+
+def test_a_value_that_a_marker_stripping_wrapper_turns_into_an_option_is_refused() -> None:
+    # Wrappers strip exactly MISSING_ARG_<name> to drop a flag; a model value of
+    # the marker followed by an option would reach the program as that option.
+    tool = utcp.load(OPTIONAL)
+    for value in ("MISSING_ARG_flag--upload-pack=x", "MISSING_ARG_flag+cmd", "MISSING_ARG_flag@f"):
+        with pytest.raises(OptionArgumentError, match=r"'MISSING_ARG_flag[-+@]'") as refused:
+            utcp.call_sync(tool, {"path": "a.txt", "flag": value})
+        assert refused.value.pointer == "/flag"
+    # at run time too: the marker and the option through a variable
+    through = {
+        **OPTIONAL,
+        "tool_call_template": {
+            "call_template_type": "cli",
+            "commands": [{"command": "X=UTCP_ARG_flag_UTCP_END; echo $X UTCP_ARG_path_UTCP_END"}],
+        },
+    }
+    with pytest.raises(OptionArgumentError):
+        utcp.call_sync(utcp.load(through), {"path": "a", "flag": "MISSING_ARG_flag-n"})
+    # the marker alone, or followed by an operand, is a value
+    for value in ("MISSING_ARG_flag", "MISSING_ARG_flag-", "MISSING_ARG_flagx"):
+        assert utcp.call_sync(tool, {"path": "a.txt", "flag": value}) == f"run {value} a.txt"
 
 
 def test_the_marker_matches_utcp_cli() -> None:
