@@ -7,9 +7,12 @@ import asyncio
 import json
 import logging
 import os
+import shlex
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ from command_handle.utcp import (
     dotenv_variables,
 )
 
-from .processes import PROBE, PY, ROOT
+from .processes import PROBE, PY, ROOT, wait_dead
 
 CANARY = "canary-7c1e9d0b4a"
 
@@ -675,3 +678,42 @@ def test_utcp_run_reads_a_manual_files_variables_as_call_does(tmp_path: Path) ->
     assert json.loads(called.stdout)["content"] == CANARY, called.stderr
     flag = cli("utcp", "run", file, "--tool", "count", "--variable", "my__team_TOKEN=k")
     assert flag.stdout.strip() == "k", flag.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_during_discovery_at_load_kills_the_discovery(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    # The pid file is written by the discovery program itself; its group must
+    # be dead when the CLI has exited with 128 + n.
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
+    slow = {
+        "name": "slow",
+        "call_template_type": "cli",
+        "commands": [{"command": f"{PY} -c {shlex.quote(code)}"}],
+    }
+    (tmp_path / "client.json").write_text(json.dumps({"manual_call_templates": [slow]}))
+    argv = ["call", "--tool", "slow.x", "--timeout", "120", str(tmp_path / "client.json")]
+    running = subprocess.Popen(
+        [sys.executable, "-m", "command_handle", *argv],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(300):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.05)
+        discovery_pid = int(pid_file.read_text())
+        running.send_signal(signum)
+        _, stderr = running.communicate(timeout=30)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+    assert running.returncode == 128 + signum, stderr
+    assert "timed out" not in stderr
+    assert wait_dead([discovery_pid]) == []

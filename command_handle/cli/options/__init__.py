@@ -104,11 +104,13 @@ def load_toolbox(
     ``extra`` are further :meth:`Toolbox.load` keywords (``events``)."""
     from ...policy import Policy
     from ...toolbox import Toolbox
+    from .._common import signals_stop
 
     settings = _collected(options)
-    return Toolbox.load(
-        *(options.paths if paths is None else paths),
-        policy=Policy(**settings.policy),
-        **settings.toolbox,
-        **extra,
-    )
+    with signals_stop():  # loading runs discovery commands: a signal must kill them
+        return Toolbox.load(
+            *(options.paths if paths is None else paths),
+            policy=Policy(**settings.policy),
+            **settings.toolbox,
+            **extra,
+        )
