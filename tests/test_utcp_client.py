@@ -225,7 +225,8 @@ def test_variables_are_namespaced_by_manual_and_never_read_from_the_host(
     monkeypatch.setenv("manual__1_API_KEY", "from-the-host")
     monkeypatch.setenv("API_KEY", "from-the-host")
     bare = client({"manual_call_templates": [discovery(workdir, "manual_1")]})
-    with pytest.raises(EnvironmentVariableError, match=r"API_KEY.*--variable NAME=VALUE"):
+    # named as this client looks it up, and where to give it
+    with pytest.raises(EnvironmentVariableError, match=r"give manual__1_API_KEY .*variables"):
         asyncio.run(bare.call_tool("manual_1.probe", {"q": "x"}))
 
     (workdir / "vars.env").write_text("manual__1_API_KEY=from-file\nAPI_KEY=bare-file\n")

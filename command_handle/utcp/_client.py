@@ -533,7 +533,9 @@ class UtcpClient:
             )
         from ._api import manual_from_output, run
 
-        result = await run(template, {}, variables=self._variables(name), executor=self.executor)
+        variables = self._variables(name)
+        _check_variables(template, name, variables)
+        result = await run(template, {}, variables=variables, executor=self.executor)
         found = manual_from_output(result.output)
         if found is None:
             own = template.timeout_seconds
@@ -626,9 +628,9 @@ class UtcpClient:
             )
         from ._api import call
 
-        result = await call(
-            tool, tool_args, variables=self._variables(manual.name), executor=self.executor
-        )
+        variables = self._variables(manual.name)
+        _check_variables(tool.template, manual.name, variables)
+        result = await call(tool, tool_args, variables=variables, executor=self.executor)
         for processor in self.config.post_processing:
             result = processor.post_process(tool_name, manual.name, result)
         return result
@@ -660,6 +662,29 @@ class UtcpClient:
     async def close(self) -> None:
         """Nothing stays open between calls: every process of a call ends with it."""
         self._manuals.clear()
+
+
+def _check_variables(
+    template: CliCallTemplate | LegacyCliProvider, manual: str, variables: Mapping[str, str]
+) -> None:
+    """Refuse, before anything runs, a template whose ``env_vars`` read a variable
+    that is not given, naming it as this client looks it up (namespaced)."""
+    from ..errors import EnvironmentVariableError
+
+    values = (
+        template.env_vars or {} if isinstance(template, CliCallTemplate) else template.environment
+    )
+    own = template.name or None  # a template's own name namespaces its lookups too
+    for key, value in values.items():
+        _, missing = substitute_variables(value, variables, own)
+        if missing:
+            name = manual.replace("_", "__") + "_" + missing[0]
+            raise EnvironmentVariableError(
+                f"env_vars/{key} of manual {manual!r} reads the variable {missing[0]!r}, "
+                f"which is not given: give {name} (or {missing[0]}) in the configuration's "
+                "variables or a load_variables_from file",
+                f"/env_vars/{key}",
+            )
 
 
 def _full_name(manual: str, tool: str) -> str:
