@@ -718,3 +718,25 @@ def test_a_signal_during_discovery_at_load_kills_the_discovery(
     assert running.returncode == 128 + signum, stderr
     assert "timed out" not in stderr
     assert wait_dead([discovery_pid]) == []
+
+
+def test_a_discovery_at_load_never_reads_another_manuals_variables(tmp_path: Path) -> None:
+    (tmp_path / "manual.json").write_text(json.dumps(manual()))
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for reads in ("${b_TOKEN}", "${_b_TOKEN}"):
+        nosy = discovery(tmp_path, "a", env_vars={"T": reads})
+        config = {
+            "manual_call_templates": [nosy, discovery(tmp_path, "b"), discovery(tmp_path, "a_b")]
+        }
+        (tools / "client.json").write_text(json.dumps(config))
+        variables = {"b_TOKEN": CANARY, "a__b_TOKEN": CANARY}
+        with pytest.raises(
+            ToolLoadError, match=r"discovery of manual 'a' failed: .*_TOKEN"
+        ) as refused:
+            Toolbox.load(tools, variables=variables)
+        assert CANARY not in str(refused.value)
+    # its own, namespaced or bare, it reads
+    own = discovery(tmp_path, "a", env_vars={"T": "${TOKEN}"})
+    (tools / "client.json").write_text(json.dumps({"manual_call_templates": [own]}))
+    assert Toolbox.load(tools, variables={"a_TOKEN": "x"}).names() == ["a_probe", "a_count"]

@@ -38,14 +38,18 @@ class Variables:
         return utcp.namespaced_variables(manual, self.mapping, loaded, self.manuals)
 
 
-def discover(policy: Policy, variables: Variables, template: Any, manual: str) -> Any:
+def discover(
+    policy: Policy, variables: Variables, template: Any, manual: str, others: Iterable[str] = ()
+) -> Any:
     """Run a manual call template's discovery under ``policy`` (its timeout) and
-    return the manual it prints."""
+    return the manual it prints. It never reads the variables namespaced for
+    ``others``, the other manuals loaded with it."""
     from .. import utcp
     from ..executor import Executor
 
     executor = Executor(policy)
-    prepared = utcp.prepare(template, {}, variables=variables.resolve(manual), policy=policy)
+    scoped = Variables(variables.mapping, variables.files, (*variables.manuals, *others))
+    prepared = utcp.prepare(template, {}, variables=scoped.resolve(manual), policy=policy)
     result = executor.run_sync(prepared)
     if result.timed_out:
         raise HandleError(f"the discovery commands timed out after {prepared.timeout:g} s")
