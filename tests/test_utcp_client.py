@@ -740,3 +740,16 @@ def test_a_discovery_at_load_never_reads_another_manuals_variables(tmp_path: Pat
     own = discovery(tmp_path, "a", env_vars={"T": "${TOKEN}"})
     (tools / "client.json").write_text(json.dumps({"manual_call_templates": [own]}))
     assert Toolbox.load(tools, variables={"a_TOKEN": "x"}).names() == ["a_probe", "a_count"]
+
+
+def test_validate_discovers_a_client_configurations_manuals(tmp_path: Path) -> None:
+    tools = toolbox_files(tmp_path)
+    checked = cli("validate", str(tools / "client.json"))
+    assert checked.returncode == 0, checked.stderr
+    assert "ok (team_probe, team_count)" in checked.stdout
+    nosy = discovery(tmp_path, "team", env_vars={"T": "${TOKEN}"})
+    (tools / "client.json").write_text(json.dumps({"manual_call_templates": [nosy]}))
+    refused = cli("validate", str(tools / "client.json"))
+    assert refused.returncode == 2 and "'TOKEN'" in refused.stderr
+    given = cli("validate", "--variable", "team_TOKEN=x", str(tools / "client.json"))
+    assert given.returncode == 0, given.stderr

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import HandleError
 from ..policy import Policy
 
-__all__ = ["Variables", "check_descriptions", "discover"]
+__all__ = ["Variables", "check_descriptions", "discover", "manual_discovery"]
 
 
 class Variables:
@@ -57,6 +57,18 @@ def discover(
     if found is None:
         raise HandleError("the discovery commands printed no UTCP manual")
     return found
+
+
+def manual_discovery(
+    policy: Policy,
+    variables: Mapping[str, str] | None = None,
+    variable_files: Sequence[str | os.PathLike[str]] = (),
+) -> Any:
+    """The ``discover`` that :func:`load_tools` takes, as ``Toolbox.load`` makes
+    it: a manual's discovery commands run under ``policy`` with these variables."""
+    from functools import partial
+
+    return partial(discover, policy, Variables(variables, variable_files))
 
 
 def check_descriptions(tools: Iterable[Any], variables: Variables, secret: Iterable[str]) -> None:
