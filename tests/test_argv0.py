@@ -4,6 +4,7 @@ executed is the resolved path. UTCP's missing optional arguments and 0.x
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 import trio
 
 from command_handle import CommandHandle, Executor, Policy, utcp
-from command_handle.errors import ArgumentsError, HandleError
+from command_handle.errors import ArgumentsError, HandleError, OptionArgumentError
 
 from .processes import PROBE
 
@@ -81,6 +82,36 @@ def test_under_bubblewrap_argv0_is_the_path(tmp_path: Any) -> None:
     assert result.stdout == shutil.which("sh")
 
 
+def test_an_allowlisted_file_runs_only_under_an_allowed_name(tmp_path: Any) -> None:
+    # A multi-call program does what argv[0] names (busybox, coreutils built as
+    # one file; bash under the name sh). A link of another name to an allowed
+    # file is the same file but not the same program: refused, as is a bare
+    # name that resolves to it.
+    sh = shutil.which("sh")
+    assert sh is not None
+    (tmp_path / "allowed").symlink_to(sh)
+    (tmp_path / "other").symlink_to(sh)
+    policy = Policy(allowed_commands=frozenset([str(tmp_path / "allowed")]))
+    executor = Executor(policy)
+    allowed = handle(str(tmp_path / "allowed")).prepare({}, policy)
+    assert executor.run_sync(allowed).stdout == str(tmp_path / "allowed")
+    for written in (str(tmp_path / "other"), "sh"):
+        with pytest.raises(HandleError, match="the policy does not allow"):
+            handle(written).prepare({}, policy)
+    template = {"call_template_type": "cli", "commands": [{"command": f"{tmp_path}/other -c :"}]}
+    with pytest.raises(HandleError, match="the policy does not allow"):
+        utcp.call_sync(template, {}, policy=policy)
+    # the file's own name, and an allowed entry's, are its names
+    real = Policy(allowed_commands=frozenset([os.path.realpath(sh)]))
+    assert Executor(real).run_sync(handle(os.path.realpath(sh)).prepare({}, real)).stdout
+    file_name = os.path.basename(os.path.realpath(sh))
+    (tmp_path / file_name).symlink_to(sh)
+    named = Policy(allowed_commands=frozenset([file_name]), match_command_names=True)
+    assert Executor(named).run_sync(handle(str(tmp_path / file_name)).prepare({}, named)).stdout
+    with pytest.raises(HandleError, match="the policy does not allow"):
+        handle(str(tmp_path / "other")).prepare({}, named)
+
+
 # -- MISSING_ARG_<name> ---------------------------------------------------------------
 
 OPTIONAL = {
@@ -107,6 +138,29 @@ def test_a_missing_optional_argument_is_the_marker_utcp_cli_substitutes() -> Non
     bare = utcp.load(OPTIONAL["tool_call_template"])  # type: ignore[arg-type]
     with pytest.raises(ArgumentsError, match="missing argument 'flag'"):
         utcp.call_sync(bare, {"path": "a.txt"})
+
+
+def test_a_value_that_a_marker_stripping_wrapper_turns_into_an_option_is_refused() -> None:
+    # Wrappers strip exactly MISSING_ARG_<name> to drop a flag; a model value of
+    # the marker followed by an option would reach the program as that option.
+    tool = utcp.load(OPTIONAL)
+    for value in ("MISSING_ARG_flag--upload-pack=x", "MISSING_ARG_flag+cmd", "MISSING_ARG_flag@f"):
+        with pytest.raises(OptionArgumentError, match=r"'MISSING_ARG_flag[-+@]'") as refused:
+            utcp.call_sync(tool, {"path": "a.txt", "flag": value})
+        assert refused.value.pointer == "/flag"
+    # at run time too: the marker and the option through a variable
+    through = {
+        **OPTIONAL,
+        "tool_call_template": {
+            "call_template_type": "cli",
+            "commands": [{"command": "X=UTCP_ARG_flag_UTCP_END; echo $X UTCP_ARG_path_UTCP_END"}],
+        },
+    }
+    with pytest.raises(OptionArgumentError):
+        utcp.call_sync(utcp.load(through), {"path": "a", "flag": "MISSING_ARG_flag-n"})
+    # the marker alone, or followed by an operand, is a value
+    for value in ("MISSING_ARG_flag", "MISSING_ARG_flag-", "MISSING_ARG_flagx"):
+        assert utcp.call_sync(tool, {"path": "a.txt", "flag": value}) == f"run {value} a.txt"
 
 
 def test_the_marker_matches_utcp_cli() -> None:

@@ -150,12 +150,19 @@ def test_the_allowlist_compares_real_paths(tmp_path: Path) -> None:
         with pytest.raises(CommandError, match="does not allow"):
             executor.call_sync(handle)
         assert executor.spawned == 0 and not canary.exists()
-    # A link to the allowed program is that program.
-    link = tmp_path / "g"
+    # A link of the allowed name to the allowed program is that program; under
+    # another name it is refused: argv[0] is the name written, and a multi-call
+    # program does what that name says.
+    (tmp_path / "bin").mkdir()
+    link = tmp_path / "bin" / "grep"
     link.symlink_to(os.path.realpath("/usr/bin/grep"))
     grep = _handle(command=str(link), arguments=["-c", "x"], io={"stdin": "x\n"})
     allowed = Executor(Policy(allowed_commands=frozenset({"/usr/bin/grep"})))
     assert allowed.call_sync(grep).stdout == "1\n"
+    renamed = tmp_path / "g"
+    renamed.symlink_to(os.path.realpath("/usr/bin/grep"))
+    with pytest.raises(CommandError, match="does not allow"):
+        allowed.call_sync(_handle(command=str(renamed), arguments=["-c", "x"]))
 
 
 def test_bare_names_in_the_allowlist_need_the_opt_in() -> None:

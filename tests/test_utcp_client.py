@@ -7,9 +7,12 @@ import asyncio
 import json
 import logging
 import os
+import shlex
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +25,15 @@ from command_handle.call import PlanResult
 from command_handle.errors import EnvironmentVariableError, HandleError
 from command_handle.toolbox import Toolbox, ToolLoadError
 from command_handle.utcp import (
+    MAX_VARIABLES_FILE,
     ProtocolNotAllowedError,
     UnknownToolError,
     UtcpClient,
     UtcpLoadError,
+    dotenv_variables,
 )
 
-from .processes import PROBE, PY, ROOT
+from .processes import PROBE, PY, ROOT, wait_dead
 
 CANARY = "canary-7c1e9d0b4a"
 
@@ -220,7 +225,8 @@ def test_variables_are_namespaced_by_manual_and_never_read_from_the_host(
     monkeypatch.setenv("manual__1_API_KEY", "from-the-host")
     monkeypatch.setenv("API_KEY", "from-the-host")
     bare = client({"manual_call_templates": [discovery(workdir, "manual_1")]})
-    with pytest.raises(EnvironmentVariableError, match=r"API_KEY.*--variable NAME=VALUE"):
+    # named as this client looks it up, and where to give it
+    with pytest.raises(EnvironmentVariableError, match=r"give manual__1_API_KEY .*variables"):
         asyncio.run(bare.call_tool("manual_1.probe", {"q": "x"}))
 
     (workdir / "vars.env").write_text("manual__1_API_KEY=from-file\nAPI_KEY=bare-file\n")
@@ -494,6 +500,18 @@ def test_a_discovered_description_holding_a_secret_is_refused(tmp_path: Path) ->
         Toolbox.load(tools, variable_files=files, secret_variables=["TOKEN"])
     assert CANARY not in str(refused.value)
     assert Toolbox.load(tools, variable_files=files).names() == ["team_probe", "team_count"]
+    # a value with a quote or a backslash, which JSON text escapes, is found too;
+    # so is one in a schema's key
+    quoted = 'k"ey\\' + CANARY
+    leaky["tools"][1]["description"] = f"token {quoted}"
+    (tmp_path / "manual.json").write_text(json.dumps(leaky))
+    with pytest.raises(ToolLoadError, match="'team_count' holds the value of a secret"):
+        Toolbox.load(tools, variables={"team_TOKEN": quoted}, secret_variables=["TOKEN"])
+    leaky["tools"][1]["description"] = "counts words"
+    leaky["tools"][1]["inputs"]["properties"] = {quoted: {"type": "string"}}
+    (tmp_path / "manual.json").write_text(json.dumps(leaky))
+    with pytest.raises(ToolLoadError, match="'team_count' holds the value of a secret"):
+        Toolbox.load(tools, variables={"team_TOKEN": quoted}, secret_variables=["TOKEN"])
 
 
 def test_the_mcp_server_log_says_why_a_call_was_refused(tmp_path: Path) -> None:
@@ -584,3 +602,154 @@ def test_utcp_run_and_tools_take_variables(tmp_path: Path) -> None:
         "utcp", "run", str(printer), "--variables", '{"API_KEY": "j"}', "--variable", "API_KEY=k"
     )
     assert flag.stdout.strip() == "k", flag.stderr
+
+
+def test_a_manual_never_reads_a_longer_named_manuals_variables(tmp_path: Path) -> None:
+    # UTCP's doubling makes ``a__b_TOKEN`` both manual ``a_b``'s TOKEN and manual
+    # ``a``'s ``_b_TOKEN``: the name belongs to ``a_b`` alone.
+    (tmp_path / "manual.json").write_text(json.dumps(manual()))
+    reader = tmp_path / "reader"
+    reader.mkdir()
+    (reader / "manual.json").write_text(json.dumps(manual()).replace("${TOKEN}", "${_b_TOKEN}"))
+    config = {
+        "variables": {"a__b_TOKEN": CANARY},
+        "manual_call_templates": [discovery(reader, "a"), discovery(tmp_path, "a_b")],
+    }
+    made = client(config)
+    assert CANARY in json.dumps(asyncio.run(made.call_tool("a_b.probe", {"q": "x"})))
+    with pytest.raises(EnvironmentVariableError, match="'_b_TOKEN'"):
+        asyncio.run(made.call_tool("a.probe", {"q": "x"}))
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "client.json").write_text(
+        json.dumps({"manual_call_templates": config["manual_call_templates"]})
+    )
+    box = Toolbox.load(tools, variables={"a__b_TOKEN": CANARY})
+    assert CANARY in json.dumps(box.call_sync("a_b.probe", {"q": "x"}).to_json())
+    result = box.call_sync("a.probe", {"q": "x"})
+    assert result.is_error and CANARY not in json.dumps(result.to_json())
+
+
+def test_a_variables_file_must_be_a_small_regular_file(tmp_path: Path) -> None:
+    # read at each call: a FIFO would block every call, a device never end
+    fifo = tmp_path / "fifo.env"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.env"
+    big.write_text("A=" + "a" * MAX_VARIABLES_FILE + "\n")
+    for path, why in (
+        (fifo, "is not a regular file"),
+        (Path("/dev/zero"), "is not a regular file"),
+        (big, "is larger than"),
+        (tmp_path, "Is a directory"),
+        (tmp_path / "missing.env", "No such file"),
+    ):
+        with pytest.raises(UtcpLoadError, match=why):
+            dotenv_variables(path)
+    # a link to a file is read as the file; nothing is interpolated
+    (tmp_path / "real.env").write_text('A=1\nB=${A}x\nC=${HOME}\nD="$(id)"\n')
+    (tmp_path / "link.env").symlink_to(tmp_path / "real.env")
+    assert dotenv_variables(tmp_path / "link.env") == {
+        "A": "1",
+        "B": "${A}x",
+        "C": "${HOME}",
+        "D": "$(id)",
+    }
+    # a file that becomes a FIFO after load refuses the call instead of blocking it
+    tools = toolbox_files(tmp_path)
+    box = Toolbox.load(tools, variable_files=[tmp_path / "team.env"])
+    (tmp_path / "team.env").unlink()
+    os.mkfifo(tmp_path / "team.env")
+    result = box.call_sync("team.probe", {"q": "x"})
+    assert result.is_error and "nothing ran" in str(result.content).lower()
+
+
+def test_utcp_run_reads_a_manual_files_variables_as_call_does(tmp_path: Path) -> None:
+    # `call` names a manual file's manual after the file; `utcp run` on the same
+    # file and tool reads the same namespaced variables.
+    leaky = manual()
+    leaky["tools"][1]["tool_call_template"]["commands"] = [{"command": "printenv TOKEN"}]
+    leaky["tools"][1]["tool_call_template"]["env_vars"] = {"TOKEN": "${TOKEN}"}
+    (tmp_path / "my-team.json").write_text(json.dumps(leaky))
+    (tmp_path / "vars.env").write_text(f"TOKEN=bare\nmy__team_TOKEN={CANARY}\n")
+    file = str(tmp_path / "my-team.json")
+    env = ("--variables-file", str(tmp_path / "vars.env"))
+    ran = cli("utcp", "run", file, "--tool", "count", *env)
+    assert ran.stdout.strip() == CANARY, ran.stderr
+    called = cli("call", "--tool", "my_team.count", "--args", "{}", *env, file)
+    assert json.loads(called.stdout)["content"] == CANARY, called.stderr
+    flag = cli("utcp", "run", file, "--tool", "count", "--variable", "my__team_TOKEN=k")
+    assert flag.stdout.strip() == "k", flag.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_during_discovery_at_load_kills_the_discovery(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    # The pid file is written by the discovery program itself; its group must
+    # be dead when the CLI has exited with 128 + n.
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
+    slow = {
+        "name": "slow",
+        "call_template_type": "cli",
+        "commands": [{"command": f"{PY} -c {shlex.quote(code)}"}],
+    }
+    (tmp_path / "client.json").write_text(json.dumps({"manual_call_templates": [slow]}))
+    argv = ["call", "--tool", "slow.x", "--timeout", "120", str(tmp_path / "client.json")]
+    running = subprocess.Popen(
+        [sys.executable, "-m", "command_handle", *argv],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(300):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.05)
+        discovery_pid = int(pid_file.read_text())
+        running.send_signal(signum)
+        _, stderr = running.communicate(timeout=30)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+    assert running.returncode == 128 + signum, stderr
+    assert "timed out" not in stderr
+    assert wait_dead([discovery_pid]) == []
+
+
+def test_a_discovery_at_load_never_reads_another_manuals_variables(tmp_path: Path) -> None:
+    (tmp_path / "manual.json").write_text(json.dumps(manual()))
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for reads in ("${b_TOKEN}", "${_b_TOKEN}"):
+        nosy = discovery(tmp_path, "a", env_vars={"T": reads})
+        config = {
+            "manual_call_templates": [nosy, discovery(tmp_path, "b"), discovery(tmp_path, "a_b")]
+        }
+        (tools / "client.json").write_text(json.dumps(config))
+        variables = {"b_TOKEN": CANARY, "a__b_TOKEN": CANARY}
+        with pytest.raises(
+            ToolLoadError, match=r"discovery of manual 'a' failed: .*_TOKEN"
+        ) as refused:
+            Toolbox.load(tools, variables=variables)
+        assert CANARY not in str(refused.value)
+    # its own, namespaced or bare, it reads
+    own = discovery(tmp_path, "a", env_vars={"T": "${TOKEN}"})
+    (tools / "client.json").write_text(json.dumps({"manual_call_templates": [own]}))
+    assert Toolbox.load(tools, variables={"a_TOKEN": "x"}).names() == ["a_probe", "a_count"]
+
+
+def test_validate_discovers_a_client_configurations_manuals(tmp_path: Path) -> None:
+    tools = toolbox_files(tmp_path)
+    checked = cli("validate", str(tools / "client.json"))
+    assert checked.returncode == 0, checked.stderr
+    assert "ok (team_probe, team_count)" in checked.stdout
+    nosy = discovery(tmp_path, "team", env_vars={"T": "${TOKEN}"})
+    (tools / "client.json").write_text(json.dumps({"manual_call_templates": [nosy]}))
+    refused = cli("validate", str(tools / "client.json"))
+    assert refused.returncode == 2 and "'TOKEN'" in refused.stderr
+    given = cli("validate", "--variable", "team_TOKEN=x", str(tools / "client.json"))
+    assert given.returncode == 0, given.stderr

@@ -6,7 +6,8 @@ import argparse
 import base64
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +28,7 @@ __all__ = [
     "read_object",
     "report",
     "run_interruptibly",
+    "signals_stop",
     "sandbox_settings",
 ]
 
@@ -88,6 +90,30 @@ def printable(value: object) -> object:
 def report(exc: CommandHandleError) -> int:
     print(f"command-handle: {type(exc).__name__}: {exc}", file=sys.stderr)
     return EXIT_REFUSED
+
+
+@contextmanager
+def signals_stop() -> Iterator[None]:
+    """Within the block, SIGTERM, SIGINT and SIGHUP raise :class:`Signalled` in
+    this thread, for blocking work that runs its own event loop (a Toolbox's
+    discovery at load): the loop's tasks are cancelled as the exception leaves
+    it, which kills the children's groups. By default SIGTERM would end the
+    process at once and leave them running."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Signalled(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run_interruptibly(call: Callable[[], Awaitable[T]]) -> T:

@@ -16,6 +16,7 @@ from ._common import (
     EXIT_REFUSED,
     printable,
     read_json_argument,
+    signals_stop,
 )
 from .options import add_toolbox_flags, policy_of
 
@@ -174,7 +175,8 @@ def _cmd_validate(options: argparse.Namespace) -> int:
         failed = False
         for path in files:
             try:
-                tools, notes = load_tools([path], in_folder=Path(given).is_dir(), **settings)
+                with signals_stop():  # a manual's discovery may be running
+                    tools, notes = load_tools([path], in_folder=Path(given).is_dir(), **settings)
             except HandleError as exc:
                 print(
                     str(exc) if isinstance(exc, ToolLoadError) else f"{path}: {exc}",

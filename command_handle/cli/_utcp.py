@@ -20,6 +20,14 @@ __all__ = ["add_utcp_parser"]
 
 
 def _source(options: argparse.Namespace) -> Any:
+    return _picked(options)[0]
+
+
+def _picked(options: argparse.Namespace) -> tuple[Any, str | None]:
+    """The template or tool to run, and the manual it belongs to: a manual file's
+    name (as the Toolbox names it), whose namespaced variables it reads."""
+    from pathlib import Path
+
     from .. import utcp  # tree-sitter loads only for the utcp commands
 
     loaded = utcp.load(options.file)
@@ -27,8 +35,8 @@ def _source(options: argparse.Namespace) -> Any:
         if not options.tool:
             names = ", ".join(tool.name for tool in loaded.tools)
             raise utcp.UtcpLoadError(f"the file is a manual: pick a tool with --tool ({names})")
-        return loaded.tool(options.tool)
-    return loaded
+        return loaded.tool(options.tool), utcp.manual_name(Path(options.file).stem)
+    return loaded, None
 
 
 def _cmd_translate(options: argparse.Namespace) -> int:
@@ -88,7 +96,9 @@ def _cmd_run(options: argparse.Namespace) -> int:
         allow_utcp_options=options.allow_options,
         **sandbox_settings(options),
     )
-    source = _source(options)
+    source, manual = _picked(options)
+    if manual is not None:  # as `call` runs the manual's tool: its own variables first
+        variables = utcp.namespaced_variables(manual, variables, [])
     result = run_interruptibly(lambda: utcp.run(source, args, variables=variables, policy=policy))
     if options.json:
         print(_json.stringify(result.to_json(), indent=2))

@@ -10,6 +10,7 @@ the lone ``-`` (standard input) is an operand.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from ..args import option_like
@@ -17,9 +18,21 @@ from ..args import option_like
 __all__ = ["first_option_word", "option_prefix"]
 
 
+# UTCP's text for a missing optional argument (utcp-cli's MISSING_ARG_<name>);
+# published wrappers strip exactly that marker to drop a flag.
+_MISSING_MARKER = re.compile(r"MISSING_ARG_\w*")
+
+
 def option_prefix(text: str) -> str:
     """The option character ``text`` begins with, or "" when a program reads it
-    as an operand."""
+    as an operand. A value that begins with UTCP's missing-argument marker is
+    judged by what follows it (with the marker, as the prefix): a wrapper that
+    strips the marker would pass ``MISSING_ARG_flag--upload-pack=x`` on as an
+    option."""
+    marker = _MISSING_MARKER.match(text)
+    if marker is not None:
+        rest = text[marker.end() :]
+        return text[: marker.end() + 1] if option_prefix(rest) else ""
     if text == "-" or option_like(text, flag_value=False) is None:
         return ""
     return text[0]

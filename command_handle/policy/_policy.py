@@ -227,7 +227,10 @@ class Policy:
                     "absolute paths, or set match_command_names=True to match names"
                 )
             object.__setattr__(self, "allowed_commands", allowed)
-            real = frozenset(os.path.realpath(entry) for entry in allowed if "/" in entry)
+            real: dict[str, set[str]] = {}
+            for entry in allowed:
+                if "/" in entry:
+                    real.setdefault(os.path.realpath(entry), set()).add(os.path.basename(entry))
             object.__setattr__(self, "_real_commands", real)
         self._check_sandbox()
         for name in ("max_cpu_seconds", "max_memory", "max_processes"):
@@ -348,13 +351,24 @@ class Policy:
         )
 
     def allows_program(self, path: str) -> bool:
-        """Whether the allowlist (if any) admits the program at ``path``."""
+        """Whether the allowlist (if any) admits the program at ``path``, run
+        under the name ``path`` ends with. The program gets that name as
+        ``argv[0]``, and a multi-call program (busybox, coreutils built as one
+        file) does what it names: a link ``rm`` to the file that an allowed
+        ``ls`` also links to is the same file but not the same program. So the
+        name must be the file's own or that of an allowed entry for it."""
         if self.allowed_commands is None:
             return True
         real = os.path.realpath(path)
-        if real in self.__dict__.get("_real_commands", frozenset()):
+        name = os.path.basename(path)
+        names: dict[str, set[str]] = self.__dict__.get("_real_commands", {})
+        if real in names and (name == os.path.basename(real) or name in names[real]):
             return True
-        return self.match_command_names and os.path.basename(real) in self.allowed_commands
+        return (
+            self.match_command_names
+            and os.path.basename(real) in self.allowed_commands
+            and (name == os.path.basename(real) or name in self.allowed_commands)
+        )
 
 
 def _names(field: str, value: object) -> tuple[str, ...]:

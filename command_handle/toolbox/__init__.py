@@ -30,6 +30,7 @@ from ._toolbox import (
     Toolbox,
     ToolPreview,
 )
+from ._variables import manual_discovery
 
 __all__ = [
     "FORMATS",
@@ -55,6 +56,7 @@ __all__ = [
     "drop_nulls",
     "llm_name",
     "load_tools",
+    "manual_discovery",
     "model_message",
     "parameter_name",
     "parse_credential_option",

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from ._bash import BashLoader
     from ._tool import UtcpSource
 
-    # Runs a manual call template's discovery commands; returns the manual printed.
-    Discover = Callable[[CliCallTemplate | LegacyCliProvider, str], UtcpManual]
+    # Runs a manual call template's discovery commands (the manual's name, and the
+    # other manuals of its file, whose variables it never reads); returns the manual.
+    Discover = Callable[[CliCallTemplate | LegacyCliProvider, str, tuple[str, ...]], UtcpManual]
 
 __all__ = ["SUFFIXES", "ToolLoadError", "is_shortcut", "load_tools", "tool_files"]
 
@@ -256,11 +257,12 @@ def _discovered(
     if discover is None:
         raise ToolLoadError(source, "manuals need discovery, which this loader cannot run")
     tools: list[Tool] = []
+    names = tuple(utcp.manual_name(template.name) for template in config.manual_call_templates)
     for index, template in enumerate(config.manual_call_templates):
         pointer = f"/manual_call_templates/{index}"
-        name = utcp.manual_name(template.name)
+        name = names[index]
         try:
-            manual = discover(template.model_copy(update={"name": name}), name)
+            manual = discover(template.model_copy(update={"name": name}), name, names)
         except HandleError as exc:
             raise ToolLoadError(
                 source, f"the discovery of manual {name!r} failed: {exc.message}", pointer

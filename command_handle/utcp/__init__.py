@@ -24,6 +24,7 @@ from ._api import (
     translate,
 )
 from ._client import (
+    MAX_VARIABLES_FILE,
     DotEnvVariableLoader,
     FilterDictPostProcessor,
     LimitStringsPostProcessor,
@@ -54,6 +55,7 @@ from ._models import (
 from ._values import utcp_value
 
 __all__ = [
+    "MAX_VARIABLES_FILE",
     "DEFAULT_INHERITED",
     "CliCallTemplate",
     "CommandStep",

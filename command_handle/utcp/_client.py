@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..executor import Executor
 
 __all__ = [
+    "MAX_VARIABLES_FILE",
     "DotEnvVariableLoader",
     "dotenv_variables",
     "manual_name",
@@ -85,17 +86,39 @@ class DotEnvVariableLoader(BaseModel):
         return self.values().get(key)
 
 
+MAX_VARIABLES_FILE = 1 << 20
+"""The largest dotenv file read (bytes): it is read at each call."""
+
+
 def dotenv_variables(path: str | os.PathLike[str]) -> dict[str, str]:
     """The variables of a dotenv file (python-dotenv's format; no interpolation
     from the host environment). Raises :class:`UtcpLoadError` naming the file
-    when it cannot be read."""
+    when it cannot be read, is not a regular file (a FIFO would block every
+    call, a device never end) or is larger than :data:`MAX_VARIABLES_FILE`."""
+    import io
+    import stat
+
     from dotenv import dotenv_values
 
+    where = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as stream:
-            values = dotenv_values(stream=stream, interpolate=False)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UtcpLoadError(f"cannot read the variables file {os.fspath(path)!r}: {exc}") from None
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(descriptor, "rb") as stream:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                raise UtcpLoadError(f"the variables file {where!r} is not a regular file")
+            data = stream.read(MAX_VARIABLES_FILE + 1)
+        if len(data) > MAX_VARIABLES_FILE:
+            raise UtcpLoadError(
+                f"the variables file {where!r} is larger than {MAX_VARIABLES_FILE} bytes"
+            )
+        values = dotenv_values(stream=io.StringIO(data.decode("utf-8")), interpolate=False)
+    except OSError as exc:
+        raise UtcpLoadError(
+            f"cannot read the variables file {where!r}: {exc.strerror or exc}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise UtcpLoadError(f"cannot read the variables file {where!r}: {exc}") from None
     return {key: value for key, value in values.items() if value is not None}
 
 
@@ -377,19 +400,30 @@ def namespaced_variables(
     """The variables a manual's templates see: ``<manual with _ doubled>_NAME``
     from the configuration (first) or a dotenv file, as ``NAME``; then the
     other names as they are, except those namespaced for the ``others``
-    manuals: one manual never reads another's."""
-    prefix = namespace.replace("_", "__") + "_"
-    foreign = tuple(other.replace("_", "__") + "_" for other in others if other != namespace)
+    manuals: one manual never reads another's.
+
+    UTCP's doubling is not one-to-one on prefixes: ``a__b_TOKEN`` is manual
+    ``a_b``'s ``TOKEN`` and also manual ``a``'s ``_b_TOKEN``. A name belongs to
+    the known manual with the longest prefix it starts with, so ``a`` never
+    reads ``a_b``'s variables."""
+    prefixes = {name: name.replace("_", "__") + "_" for name in {*others, namespace} if name}
+
+    def owner(key: str) -> str | None:
+        matching = [name for name, prefix in prefixes.items() if key.startswith(prefix)]
+        matching = [name for name in matching if len(key) > len(prefixes[name])]
+        return max(matching, key=lambda name: len(prefixes[name]), default=None)
+
     sources = [variables, *loaded]
     out: dict[str, str] = {}
     for source in reversed(sources):  # earlier sources win
-        out.update({key: value for key, value in source.items() if not key.startswith(foreign)})
+        out.update({key: value for key, value in source.items() if owner(key) in (None, namespace)})
     if not namespace:
         return out
+    own = prefixes[namespace]
     for source in reversed(sources):  # and a namespaced name wins over a bare one
         for key, value in source.items():
-            if key.startswith(prefix) and len(key) > len(prefix):
-                out[key[len(prefix) :]] = value
+            if owner(key) == namespace:
+                out[key[len(own) :]] = value
     return out
 
 
@@ -499,7 +533,9 @@ class UtcpClient:
             )
         from ._api import manual_from_output, run
 
-        result = await run(template, {}, variables=self._variables(name), executor=self.executor)
+        variables = self._variables(name)
+        _check_variables(template, name, variables)
+        result = await run(template, {}, variables=variables, executor=self.executor)
         found = manual_from_output(result.output)
         if found is None:
             own = template.timeout_seconds
@@ -592,9 +628,9 @@ class UtcpClient:
             )
         from ._api import call
 
-        result = await call(
-            tool, tool_args, variables=self._variables(manual.name), executor=self.executor
-        )
+        variables = self._variables(manual.name)
+        _check_variables(tool.template, manual.name, variables)
+        result = await call(tool, tool_args, variables=variables, executor=self.executor)
         for processor in self.config.post_processing:
             result = processor.post_process(tool_name, manual.name, result)
         return result
@@ -626,6 +662,29 @@ class UtcpClient:
     async def close(self) -> None:
         """Nothing stays open between calls: every process of a call ends with it."""
         self._manuals.clear()
+
+
+def _check_variables(
+    template: CliCallTemplate | LegacyCliProvider, manual: str, variables: Mapping[str, str]
+) -> None:
+    """Refuse, before anything runs, a template whose ``env_vars`` read a variable
+    that is not given, naming it as this client looks it up (namespaced)."""
+    from ..errors import EnvironmentVariableError
+
+    values = (
+        template.env_vars or {} if isinstance(template, CliCallTemplate) else template.environment
+    )
+    own = template.name or None  # a template's own name namespaces its lookups too
+    for key, value in values.items():
+        _, missing = substitute_variables(value, variables, own)
+        if missing:
+            name = manual.replace("_", "__") + "_" + missing[0]
+            raise EnvironmentVariableError(
+                f"env_vars/{key} of manual {manual!r} reads the variable {missing[0]!r}, "
+                f"which is not given: give {name} (or {missing[0]}) in the configuration's "
+                "variables or a load_variables_from file",
+                f"/env_vars/{key}",
+            )
 
 
 def _full_name(manual: str, tool: str) -> str:

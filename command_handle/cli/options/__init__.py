@@ -87,13 +87,19 @@ def policy_of(options: argparse.Namespace) -> Policy:
 
 def load_settings(options: argparse.Namespace) -> dict[str, Any]:
     """What decides which tools load (for ``validate``): the Policy the bash
-    tools' schemas run under, and whether bash tools may load."""
+    tools' schemas and the manuals' discovery run under, whether bash tools
+    may load, and the variables discovery reads."""
     from ...policy import Policy
+    from ...toolbox import manual_discovery
 
     settings = _collected(options)
+    policy = Policy(**settings.policy)
+    variables = settings.toolbox.get("variables")
+    files = settings.toolbox.get("variable_files", ())
     return {
-        "policy": Policy(**settings.policy),
+        "policy": policy,
         "allow_bash_tools": bool(settings.toolbox.get("allow_bash_tools", False)),
+        "discover": manual_discovery(policy, variables, files),
     }
 
 
@@ -104,11 +110,13 @@ def load_toolbox(
     ``extra`` are further :meth:`Toolbox.load` keywords (``events``)."""
     from ...policy import Policy
     from ...toolbox import Toolbox
+    from .._common import signals_stop
 
     settings = _collected(options)
-    return Toolbox.load(
-        *(options.paths if paths is None else paths),
-        policy=Policy(**settings.policy),
-        **settings.toolbox,
-        **extra,
-    )
+    with signals_stop():  # loading runs discovery commands: a signal must kill them
+        return Toolbox.load(
+            *(options.paths if paths is None else paths),
+            policy=Policy(**settings.policy),
+            **settings.toolbox,
+            **extra,
+        )
