@@ -137,6 +137,10 @@ def test_policy_flags_reach_the_call(tmp_path: Path) -> None:
         ("[credentials]\ngithub = 3\n", ":2: [credentials] github: must be a host variable"),
         ('[credentials]\n"a.b" = "V"\n', "[credentials] a.b: a Security Object's name has no"),
         ("[policy\n", "not valid TOML"),
+        # a flag's own check, with the line: the usage text said only the flag
+        ('[terminal]\nsize = "0x0"\n', ":2: [terminal] size: '0x0' is not COLUMNSxROWS"),
+        ("[policy]\ntimeout = 5\n[policy.limits]\ncpu = 1\n", ":3: [policy] limits: unknown key"),
+        ("policy = 3\n", ":1: policy: must be a table"),
         ("x = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply to read"),
     ],
 )
@@ -301,3 +305,59 @@ def test_a_switch_the_file_turns_on_a_flag_turns_off(tmp_path: Path) -> None:
     assert on.network is True and on.cgroup_per_call is True
     off = policy_of(parsed(*base, "--no-network", "--no-cgroup-per-call"))
     assert off.network is False and off.cgroup_per_call is False
+
+
+def test_paths_in_the_file_are_relative_to_it_and_tilde_is_home(tmp_path: Path) -> None:
+    """A host starts the server in a directory of its own (Claude Desktop: /),
+    so a path written in the file is read from the file's folder, and ``~`` as
+    the docs write it (``workspace = "~/projects"``) is the home directory."""
+    folder = tmp_path / "settings"
+    (folder / "project").mkdir(parents=True)
+    (folder / "cache").mkdir()
+    (folder / "vars.env").write_text("A=1\n")
+    home = tmp_path / "home"
+    (home / "projects").mkdir(parents=True)
+    config = folder / "tools.toml"
+    config.write_text(
+        '[policy]\nsandbox = "workspace-write"\nworkspace = "project"\n'
+        'writable_roots = ["cache"]\ndeny_read = ["~/.ssh"]\n'
+        '[utcp]\nvariables_files = ["vars.env"]\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    before = os.getcwd()
+    os.chdir(elsewhere)
+    try:
+        options = parsed(
+            "call", str(ROOT / "fixtures/handles"), "--tool", "t", "--config", str(config)
+        )
+        policy = policy_of(options)
+        assert policy.workspace == str(folder / "project")
+        assert policy.writable_roots == (str(folder / "cache"),)
+        assert options.variables_file == [str(folder / "vars.env")]
+        # a flag is read from the current directory, as every flag is
+        overridden = parsed(
+            "call",
+            str(ROOT / "fixtures/handles"),
+            "--tool",
+            "t",
+            "--config",
+            str(config),
+            "--workspace",
+            ".",
+        )
+        assert policy_of(overridden).workspace == str(elsewhere)
+    finally:
+        os.chdir(before)
+    config.write_text('[policy]\nsandbox = "read-only"\nworkspace = "~/projects"\n')
+    done = cli(
+        "render",
+        "fixtures/handles/word-count.json",
+        "--args",
+        '{"text": "a"}',
+        "--config",
+        str(config),
+        env={**os.environ, "HOME": str(home)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["cwd"] == str(home / "projects")
