@@ -232,6 +232,30 @@ def test_a_plain_no_still_reads_as_before(tmp_path: Path) -> None:
     assert result.content == "The application declined to run this call to `exits`; nothing ran."
 
 
+@pytest.mark.parametrize("answer", ["no", "deny: use staging", 1, None, [False]])
+def test_only_true_approves(tmp_path: Path, answer: object) -> None:
+    """A hook that answers with text, or falls off its end, has not said yes:
+    the call does not run (a truthy "no" used to run it)."""
+    marker = tmp_path / "ran"
+    handle = {
+        "name": "touch-marker",
+        "description": "creates a file",
+        "handle": "command",
+        "command": "touch",
+        "arguments": [str(marker)],
+    }
+    toolbox = Toolbox.load(
+        write(tmp_path / "t.json", handle),
+        approve=lambda request: answer,  # type: ignore[arg-type,return-value]
+    )
+    result = toolbox.call_sync("touch-marker", {})
+    assert result.is_error
+    assert result.content == (
+        "The application declined to run this call to `touch-marker`; nothing ran."
+    )
+    assert not marker.exists()
+
+
 # -- refusals name the parameter ----------------------------------------------------
 
 
