@@ -43,6 +43,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "bad").mkdir()
     (folder / "bad" / "bad.json").write_text('{"name": "x", "handle": "command"}')
     (folder / "undefined.json").write_text('{"$": "missing"}')
+    (folder / "mixed").mkdir()  # a tool beside a file that is none: the tool loads
+    (folder / "mixed" / "fails.json").write_text(json.dumps(FAILS))
+    (folder / "mixed" / "package.json").write_text('{"name": "x", "version": "1"}')
     (folder / "warns").mkdir()
     (folder / "warns" / "warns.json").write_text(json.dumps(WARNS))
     return folder
@@ -85,6 +88,10 @@ TABLE = [
     (["utcp", "translate", ECHO], 0),
     (["utcp", "translate", "{F}/bad/bad.json"], 2),
     (["mcp", "{F}/bad"], 2),
+    (["mcp", "{F}/mixed"], 0),  # starts, and ends with its empty stdin
+    (["tools", "{F}/mixed"], 0),
+    (["validate", "{F}/mixed"], 0),
+    (["tools", "{F}/mixed/package.json"], 2),
     (["no-such-command"], 2),
     (["run"], 2),
     (["--version"], 0),

@@ -174,7 +174,7 @@ def _cmd_validate(options: argparse.Namespace) -> int:
         failed = False
         for path in files:
             try:
-                tools, notes = load_tools([path], **settings)
+                tools, notes = load_tools([path], in_folder=Path(given).is_dir(), **settings)
             except HandleError as exc:
                 print(
                     str(exc) if isinstance(exc, ToolLoadError) else f"{path}: {exc}",
@@ -197,7 +197,7 @@ def _cmd_validate(options: argparse.Namespace) -> int:
                 if tool.handle is not None and tool.bash_tool is None
                 for warning in lint(tool.handle)
             ]
-            if not clashes:
+            if not clashes and (tools or not notes):  # a file that is no tool: its note
                 listed = ", ".join(t.name for t in tools) or "no CLI tools"
                 verdict = "ok" if not warnings else f"ok with {len(warnings)} warning(s)"
                 if warnings and options.strict:
