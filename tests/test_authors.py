@@ -410,6 +410,46 @@ def test_the_sh_c_warning_is_about_a_real_injection(tmp_path: Path) -> None:
     assert "uid=" in toolbox.call_sync("shell", {"msg": "hi; id"}).content
 
 
+@pytest.mark.parametrize(
+    ("command", "arguments", "pointer", "interpreter"),
+    [
+        ("env", ["sh", "-c", "echo {{msg}}"], "/arguments/2", "sh"),
+        ("/usr/bin/env", ["LANG=C", "bash", "-lc", "{{msg}}"], "/arguments/3", "bash"),
+        ("timeout", ["5", "python3", "-c", {"$": "msg"}], "/arguments/3", "python"),
+        ("nice", ["-n", "5", "node", "-e", "{{msg}}"], "/arguments/4", "node"),
+    ],
+)
+def test_a_wrapper_does_not_hide_a_code_string(
+    command: str, arguments: list[object], pointer: str, interpreter: str
+) -> None:
+    """``env sh -c "echo {{msg}}"`` is the same injection as ``sh -c``."""
+    from command_handle.handle import lint
+
+    handle = CommandHandle.from_dict(
+        handle_doc(
+            command=command,
+            parameters={"type": "object", "properties": {"msg": {"type": "string"}}},
+            arguments=arguments,
+        )
+    )
+    (warning,) = [w for w in lint(handle) if "code string" in w.message]
+    assert warning.pointer == pointer
+    assert f"the code string of `{interpreter}`" in warning.message
+
+
+def test_a_wrapper_with_written_code_and_data_as_arguments_has_no_warning() -> None:
+    from command_handle.handle import lint
+
+    handle = CommandHandle.from_dict(
+        handle_doc(
+            command="env",
+            parameters={"type": "object", "properties": {"msg": {"type": "string"}}},
+            arguments=["sh", "-c", 'echo "$1"', "sh", "{{msg}}"],
+        )
+    )
+    assert lint(handle) == []
+
+
 def test_a_clean_handle_has_no_warning() -> None:
     done = validate("--strict", "fixtures/handles/word-count.json")
     assert done.returncode == 0 and done.stderr == ""
