@@ -294,6 +294,60 @@ def test_an_argument_too_large_is_refused_naming_its_parameter(tmp_path: Path) -
     assert "argv[" not in result.content
 
 
+def array_tool(tmp_path: Path) -> Toolbox:
+    """Items of an array through the args encoding, and a value in the environment."""
+    document = {
+        "name": "listing",
+        "description": "prints its items",
+        "handle": "command",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string"},
+                "items": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "command": "/bin/echo",
+        "arguments": {"$encode": "args", "--": {"$": "items"}},
+        "environment": {"LABEL": {"$": "label"}},
+    }
+    return Toolbox.load(write(tmp_path / "listing.json", document))
+
+
+@pytest.mark.parametrize("character", ["\x00", "\x1b"])
+def test_a_character_the_args_encoding_refuses_names_the_item(
+    tmp_path: Path, character: str
+) -> None:
+    result = array_tool(tmp_path).call_sync("listing", {"items": ["ok", f"a{character}b"]})
+    assert result.is_error and result.result is None
+    assert result.content.startswith("The call to `listing` was refused: `items[1]` holds")
+    assert f"(U+{ord(character):04X})" in result.content
+
+
+def test_an_environment_value_too_large_names_its_parameter(tmp_path: Path) -> None:
+    """Linux refuses one NAME=value over 128 KiB as it refuses such an argument:
+    the check before launch names the parameter instead of 'could not run'."""
+    result = array_tool(tmp_path).call_sync("listing", {"label": "x" * 200_000})
+    assert result.is_error and result.result is None
+    assert "`label` is too large to pass to a program (200000 bytes;" in result.content
+    assert "could not run" not in result.content
+
+
+def test_arguments_too_large_together_say_so_and_name_the_largest(tmp_path: Path) -> None:
+    import os
+
+    limit = os.sysconf("SC_ARG_MAX")
+    if limit > 64 << 20:
+        pytest.skip(f"ARG_MAX is {limit} here (an unlimited stack)")
+    count = limit // 100_000 + 1
+    items = ["y" * 100_000] * count + ["z" * 120_000]
+    result = array_tool(tmp_path).call_sync("listing", {"items": items})
+    assert result.is_error and result.result is None
+    assert "the arguments are too large to pass to a program (" in result.content
+    assert "bytes in all; the system allows" in result.content
+    assert f"the largest is `items[{count}]` (120000 bytes)" in result.content
+
+
 # -- mistakes found at load, and validate's warnings --------------------------------
 
 
