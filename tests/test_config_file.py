@@ -361,3 +361,55 @@ def test_paths_in_the_file_are_relative_to_it_and_tilde_is_home(tmp_path: Path) 
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["cwd"] == str(home / "projects")
+
+
+def test_a_client_root_cannot_leave_the_configured_workspace(tmp_path: Path) -> None:
+    """The root is judged by its real path: a link inside the workspace that
+    points out, ``..`` and its percent-encoded form keep the configured
+    workspace; a link that stays inside is taken, resolved."""
+    projects = tmp_path / "projects"
+    (projects / "app").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (projects / "out-link").symlink_to(outside)
+    (projects / "in-link").symlink_to(projects / "app")
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    (folder / "where.json").write_text(
+        json.dumps(
+            {
+                "name": "where",
+                "description": "reports its working directory",
+                "handle": "command",
+                "command": PY,
+                "arguments": ["-I", PROBE],
+            }
+        )
+    )
+    config = tmp_path / "server.toml"
+    config.write_text(
+        f"[policy]\nworkspace = {str(projects)!r}\nsandbox = 'workspace-write'\n\n"
+        "[mcp]\nworkspace_from_roots = true\n"
+    )
+
+    async def main(uri: str) -> str:
+        async def roots(context: Any) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=[types.Root.model_validate({"uri": uri})])
+
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "command_handle", "mcp", str(folder), "--config", str(config)],
+            cwd=str(ROOT),
+        )
+        async with Client(params, cache=None, list_roots_callback=roots, mode="legacy") as client:
+            result = await client.call_tool("where", {})
+            block = result.content[0]
+            assert isinstance(block, types.TextContent)
+            return str(json.loads(block.text)["cwd"])
+
+    base = projects.as_uri()
+    assert anyio.run(main, f"{base}/out-link") == str(projects)
+    assert anyio.run(main, f"{base}/../outside") == str(projects)
+    assert anyio.run(main, f"{base}/%2e%2e/outside") == str(projects)
+    assert anyio.run(main, "file:///") == str(projects)
+    assert anyio.run(main, f"{base}/in-link") == str(projects / "app")
