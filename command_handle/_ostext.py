@@ -47,7 +47,15 @@ def exec_size_problem(argv: list[str], env: dict[str, str]) -> tuple[str, int | 
                 f"is {size - 1} bytes; one argument may have at most {MAX_ARGUMENT_BYTES - 1}",
                 index,
             )
-    total = sum(sizes) + sum(len(os.fsencode(f"{k}={v}")) + 1 for k, v in env.items())
+    entries = {name: len(os.fsencode(f"{name}={value}")) + 1 for name, value in env.items()}
+    for name, size in entries.items():
+        if size > MAX_ARGUMENT_BYTES:  # the same limit holds for each NAME=value
+            return (
+                f"and the environment: the variable {name} is {size - 1} bytes; "
+                f"one variable may have at most {MAX_ARGUMENT_BYTES - 1}",
+                None,
+            )
+    total = sum(sizes) + sum(entries.values())
     limit = os.sysconf("SC_ARG_MAX")
     if total > limit:
         return f"and the environment take {total} bytes; the system allows {limit}", None

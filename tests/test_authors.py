@@ -232,6 +232,30 @@ def test_a_plain_no_still_reads_as_before(tmp_path: Path) -> None:
     assert result.content == "The application declined to run this call to `exits`; nothing ran."
 
 
+@pytest.mark.parametrize("answer", ["no", "deny: use staging", 1, None, [False]])
+def test_only_true_approves(tmp_path: Path, answer: object) -> None:
+    """A hook that answers with text, or falls off its end, has not said yes:
+    the call does not run (a truthy "no" used to run it)."""
+    marker = tmp_path / "ran"
+    handle = {
+        "name": "touch-marker",
+        "description": "creates a file",
+        "handle": "command",
+        "command": "touch",
+        "arguments": [str(marker)],
+    }
+    toolbox = Toolbox.load(
+        write(tmp_path / "t.json", handle),
+        approve=lambda request: answer,  # type: ignore[arg-type,return-value]
+    )
+    result = toolbox.call_sync("touch-marker", {})
+    assert result.is_error
+    assert result.content == (
+        "The application declined to run this call to `touch-marker`; nothing ran."
+    )
+    assert not marker.exists()
+
+
 # -- refusals name the parameter ----------------------------------------------------
 
 
@@ -268,6 +292,60 @@ def test_an_argument_too_large_is_refused_naming_its_parameter(tmp_path: Path) -
     assert result.is_error and result.result is None
     assert "`text` is too large to pass to a program (3000000 bytes;" in result.content
     assert "argv[" not in result.content
+
+
+def array_tool(tmp_path: Path) -> Toolbox:
+    """Items of an array through the args encoding, and a value in the environment."""
+    document = {
+        "name": "listing",
+        "description": "prints its items",
+        "handle": "command",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string"},
+                "items": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "command": "/bin/echo",
+        "arguments": {"$encode": "args", "--": {"$": "items"}},
+        "environment": {"LABEL": {"$": "label"}},
+    }
+    return Toolbox.load(write(tmp_path / "listing.json", document))
+
+
+@pytest.mark.parametrize("character", ["\x00", "\x1b"])
+def test_a_character_the_args_encoding_refuses_names_the_item(
+    tmp_path: Path, character: str
+) -> None:
+    result = array_tool(tmp_path).call_sync("listing", {"items": ["ok", f"a{character}b"]})
+    assert result.is_error and result.result is None
+    assert result.content.startswith("The call to `listing` was refused: `items[1]` holds")
+    assert f"(U+{ord(character):04X})" in result.content
+
+
+def test_an_environment_value_too_large_names_its_parameter(tmp_path: Path) -> None:
+    """Linux refuses one NAME=value over 128 KiB as it refuses such an argument:
+    the check before launch names the parameter instead of 'could not run'."""
+    result = array_tool(tmp_path).call_sync("listing", {"label": "x" * 200_000})
+    assert result.is_error and result.result is None
+    assert "`label` is too large to pass to a program (200000 bytes;" in result.content
+    assert "could not run" not in result.content
+
+
+def test_arguments_too_large_together_say_so_and_name_the_largest(tmp_path: Path) -> None:
+    import os
+
+    limit = os.sysconf("SC_ARG_MAX")
+    if limit > 64 << 20:
+        pytest.skip(f"ARG_MAX is {limit} here (an unlimited stack)")
+    count = limit // 100_000 + 1
+    items = ["y" * 100_000] * count + ["z" * 120_000]
+    result = array_tool(tmp_path).call_sync("listing", {"items": items})
+    assert result.is_error and result.result is None
+    assert "the arguments are too large to pass to a program (" in result.content
+    assert "bytes in all; the system allows" in result.content
+    assert f"the largest is `items[{count}]` (120000 bytes)" in result.content
 
 
 # -- mistakes found at load, and validate's warnings --------------------------------
@@ -384,6 +462,46 @@ def test_the_sh_c_warning_is_about_a_real_injection(tmp_path: Path) -> None:
     )
     toolbox = Toolbox.load(write(tmp_path / "shell.json", shell))
     assert "uid=" in toolbox.call_sync("shell", {"msg": "hi; id"}).content
+
+
+@pytest.mark.parametrize(
+    ("command", "arguments", "pointer", "interpreter"),
+    [
+        ("env", ["sh", "-c", "echo {{msg}}"], "/arguments/2", "sh"),
+        ("/usr/bin/env", ["LANG=C", "bash", "-lc", "{{msg}}"], "/arguments/3", "bash"),
+        ("timeout", ["5", "python3", "-c", {"$": "msg"}], "/arguments/3", "python"),
+        ("nice", ["-n", "5", "node", "-e", "{{msg}}"], "/arguments/4", "node"),
+    ],
+)
+def test_a_wrapper_does_not_hide_a_code_string(
+    command: str, arguments: list[object], pointer: str, interpreter: str
+) -> None:
+    """``env sh -c "echo {{msg}}"`` is the same injection as ``sh -c``."""
+    from command_handle.handle import lint
+
+    handle = CommandHandle.from_dict(
+        handle_doc(
+            command=command,
+            parameters={"type": "object", "properties": {"msg": {"type": "string"}}},
+            arguments=arguments,
+        )
+    )
+    (warning,) = [w for w in lint(handle) if "code string" in w.message]
+    assert warning.pointer == pointer
+    assert f"the code string of `{interpreter}`" in warning.message
+
+
+def test_a_wrapper_with_written_code_and_data_as_arguments_has_no_warning() -> None:
+    from command_handle.handle import lint
+
+    handle = CommandHandle.from_dict(
+        handle_doc(
+            command="env",
+            parameters={"type": "object", "properties": {"msg": {"type": "string"}}},
+            arguments=["sh", "-c", 'echo "$1"', "sh", "{{msg}}"],
+        )
+    )
+    assert lint(handle) == []
 
 
 def test_a_clean_handle_has_no_warning() -> None:

@@ -137,6 +137,10 @@ def test_policy_flags_reach_the_call(tmp_path: Path) -> None:
         ("[credentials]\ngithub = 3\n", ":2: [credentials] github: must be a host variable"),
         ('[credentials]\n"a.b" = "V"\n', "[credentials] a.b: a Security Object's name has no"),
         ("[policy\n", "not valid TOML"),
+        # a flag's own check, with the line: the usage text said only the flag
+        ('[terminal]\nsize = "0x0"\n', ":2: [terminal] size: '0x0' is not COLUMNSxROWS"),
+        ("[policy]\ntimeout = 5\n[policy.limits]\ncpu = 1\n", ":3: [policy] limits: unknown key"),
+        ("policy = 3\n", ":1: policy: must be a table"),
         ("x = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply to read"),
     ],
 )
@@ -301,3 +305,111 @@ def test_a_switch_the_file_turns_on_a_flag_turns_off(tmp_path: Path) -> None:
     assert on.network is True and on.cgroup_per_call is True
     off = policy_of(parsed(*base, "--no-network", "--no-cgroup-per-call"))
     assert off.network is False and off.cgroup_per_call is False
+
+
+def test_paths_in_the_file_are_relative_to_it_and_tilde_is_home(tmp_path: Path) -> None:
+    """A host starts the server in a directory of its own (Claude Desktop: /),
+    so a path written in the file is read from the file's folder, and ``~`` as
+    the docs write it (``workspace = "~/projects"``) is the home directory."""
+    folder = tmp_path / "settings"
+    (folder / "project").mkdir(parents=True)
+    (folder / "cache").mkdir()
+    (folder / "vars.env").write_text("A=1\n")
+    home = tmp_path / "home"
+    (home / "projects").mkdir(parents=True)
+    config = folder / "tools.toml"
+    config.write_text(
+        '[policy]\nsandbox = "workspace-write"\nworkspace = "project"\n'
+        'writable_roots = ["cache"]\ndeny_read = ["~/.ssh"]\n'
+        '[utcp]\nvariables_files = ["vars.env"]\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    before = os.getcwd()
+    os.chdir(elsewhere)
+    try:
+        options = parsed(
+            "call", str(ROOT / "fixtures/handles"), "--tool", "t", "--config", str(config)
+        )
+        policy = policy_of(options)
+        assert policy.workspace == str(folder / "project")
+        assert policy.writable_roots == (str(folder / "cache"),)
+        assert options.variables_file == [str(folder / "vars.env")]
+        # a flag is read from the current directory, as every flag is
+        overridden = parsed(
+            "call",
+            str(ROOT / "fixtures/handles"),
+            "--tool",
+            "t",
+            "--config",
+            str(config),
+            "--workspace",
+            ".",
+        )
+        assert policy_of(overridden).workspace == str(elsewhere)
+    finally:
+        os.chdir(before)
+    config.write_text('[policy]\nsandbox = "read-only"\nworkspace = "~/projects"\n')
+    done = cli(
+        "render",
+        "fixtures/handles/word-count.json",
+        "--args",
+        '{"text": "a"}',
+        "--config",
+        str(config),
+        env={**os.environ, "HOME": str(home)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["cwd"] == str(home / "projects")
+
+
+def test_a_client_root_cannot_leave_the_configured_workspace(tmp_path: Path) -> None:
+    """The root is judged by its real path: a link inside the workspace that
+    points out, ``..`` and its percent-encoded form keep the configured
+    workspace; a link that stays inside is taken, resolved."""
+    projects = tmp_path / "projects"
+    (projects / "app").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (projects / "out-link").symlink_to(outside)
+    (projects / "in-link").symlink_to(projects / "app")
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    (folder / "where.json").write_text(
+        json.dumps(
+            {
+                "name": "where",
+                "description": "reports its working directory",
+                "handle": "command",
+                "command": PY,
+                "arguments": ["-I", PROBE],
+            }
+        )
+    )
+    config = tmp_path / "server.toml"
+    config.write_text(
+        f"[policy]\nworkspace = {str(projects)!r}\nsandbox = 'workspace-write'\n\n"
+        "[mcp]\nworkspace_from_roots = true\n"
+    )
+
+    async def main(uri: str) -> str:
+        async def roots(context: Any) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=[types.Root.model_validate({"uri": uri})])
+
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "command_handle", "mcp", str(folder), "--config", str(config)],
+            cwd=str(ROOT),
+        )
+        async with Client(params, cache=None, list_roots_callback=roots, mode="legacy") as client:
+            result = await client.call_tool("where", {})
+            block = result.content[0]
+            assert isinstance(block, types.TextContent)
+            return str(json.loads(block.text)["cwd"])
+
+    base = projects.as_uri()
+    assert anyio.run(main, f"{base}/out-link") == str(projects)
+    assert anyio.run(main, f"{base}/../outside") == str(projects)
+    assert anyio.run(main, f"{base}/%2e%2e/outside") == str(projects)
+    assert anyio.run(main, "file:///") == str(projects)
+    assert anyio.run(main, f"{base}/in-link") == str(projects / "app")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,14 @@ FAILS = {
     "arguments": ["-I", "-c", "import sys; sys.exit(3)"],
 }
 UTCP_FAILS = {"name": "f", "call_template_type": "cli", "commands": [{"command": "false"}]}
+WARNS = {
+    "name": "warns",
+    "description": "model data in a shell's code string: a lint warning",
+    "handle": "command",
+    "parameters": {"type": "object", "properties": {"msg": {"type": "string"}}},
+    "command": "sh",
+    "arguments": ["-c", "echo {{msg}}"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +43,11 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "bad").mkdir()
     (folder / "bad" / "bad.json").write_text('{"name": "x", "handle": "command"}')
     (folder / "undefined.json").write_text('{"$": "missing"}')
+    (folder / "mixed").mkdir()  # a tool beside a file that is none: the tool loads
+    (folder / "mixed" / "fails.json").write_text(json.dumps(FAILS))
+    (folder / "mixed" / "package.json").write_text('{"name": "x", "version": "1"}')
+    (folder / "warns").mkdir()
+    (folder / "warns" / "warns.json").write_text(json.dumps(WARNS))
     return folder
 
 
@@ -49,6 +63,15 @@ TABLE = [
     (["render", WC, "--args", '{"text": 1}'], 2),
     (["validate", "fixtures/handles"], 0),
     (["validate", "{F}/bad"], 2),
+    (["validate", "{F}/warns"], 0),
+    (["validate", "--strict", "{F}/warns"], 2),
+    (["validate", "--strict", "fixtures/handles/word-count.json"], 0),
+    (["conformance"], 0),
+    (["sandbox"], 2),
+    (["utcp", "tools", "fixtures/utcp/discovery.json"], 0),
+    (["utcp", "run", "{F}/missing.json"], 2),
+    (["worker", "{F}/tools", "--temporal-address", "127.0.0.1:1", "--task-queue", "q"], 2),
+    (["worker", "{F}/bad", "--temporal-address", "127.0.0.1:1", "--task-queue", "q"], 2),
     (["tools", "fixtures/handles"], 0),
     (["tools", "fixtures/handles", "--format", "nope"], 2),
     (["call", "fixtures/handles", "--tool", "word-count", "--args", '{"text": "a"}'], 0),
@@ -65,6 +88,10 @@ TABLE = [
     (["utcp", "translate", ECHO], 0),
     (["utcp", "translate", "{F}/bad/bad.json"], 2),
     (["mcp", "{F}/bad"], 2),
+    (["mcp", "{F}/mixed"], 0),  # starts, and ends with its empty stdin
+    (["tools", "{F}/mixed"], 0),
+    (["validate", "{F}/mixed"], 0),
+    (["tools", "{F}/mixed/package.json"], 2),
     (["no-such-command"], 2),
     (["run"], 2),
     (["--version"], 0),
@@ -140,3 +167,40 @@ def test_version_names_the_package() -> None:
         [sys.executable, "-m", "command_handle", "--version"], capture_output=True, text=True
     )
     assert done.stdout.strip() == f"command-handle {__version__}"
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_server_stopped_by_a_signal_exits_0(stop: signal.Signals) -> None:
+    """The table's one exception: a signal is how a server is stopped, so
+    ``mcp`` (and ``worker``, tests/test_temporal.py) exits 0 after its
+    graceful shutdown, where ``run`` exits 128 + n (tests/test_cli.py)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "command_handle", "mcp", "fixtures/handles"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "exit-codes", "version": "1"},
+            },
+        }
+        process.stdin.write(json.dumps(hello).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1  # serving
+        process.send_signal(stop)
+        code = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert code == 0
+    assert process.stderr is not None and b"Traceback" not in process.stderr.read()

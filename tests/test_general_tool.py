@@ -15,7 +15,7 @@ from command_handle.toolbox import ApprovalRequest
 
 from .processes import ROOT
 
-READ_ONLY = {"ls", "cat", "head", "tail", "wc", "grep", "sort", "uniq", "stat", "du", "diff"}
+READ_ONLY = {"ls", "cat", "head", "tail", "wc", "grep", "sort", "uniq", "stat", "du"}
 CHANGES_FILES = {"mkdir", "touch", "cp"}
 
 
@@ -48,10 +48,10 @@ def toolbox(workspace: Path, asked: list[ApprovalRequest]) -> Toolbox:
 def test_a_read_only_program_runs_in_the_workspace(workspace: Path) -> None:
     asked: list[ApprovalRequest] = []
     result = toolbox(workspace, asked).call_sync(
-        "run-program", {"program": "grep", "flags": ["-c"], "operands": ["alpha", "notes.txt"]}
+        "run-program", {"program": "grep", "flags": ["--count"], "operands": ["alpha", "notes.txt"]}
     )
     assert (result.is_error, result.content) == (False, "2")
-    assert asked[0].plan["argv"][-4:] == ["-c", "--", "alpha", "notes.txt"]
+    assert asked[0].plan["argv"][-4:] == ["--count", "--", "alpha", "notes.txt"]
 
 
 @pytest.mark.parametrize(
@@ -66,6 +66,16 @@ def test_a_read_only_program_runs_in_the_workspace(workspace: Path) -> None:
             "`operands` must be a path inside",
         ),
         ({"program": "ls", "shell": "id"}, "`shell` is not a parameter"),
+        # stat -c and touch -r take a value: the `--` after them would be that
+        # value, and the operands options (stat -c -- --version ran --version).
+        (
+            {"program": "stat", "flags": ["-c"], "operands": ["--version"]},
+            "`flags[0]` must be one of",
+        ),
+        ({"program": "touch", "flags": ["-r"], "operands": ["-d", "x"]}, "`flags[0]` must be"),
+        # diff -r follows the links inside the directories it walks, where the
+        # paths rule, which checks the names the model gives, does not look.
+        ({"program": "diff", "flags": ["--recursive"]}, "`program` must be one of"),
     ],
 )
 def test_what_the_model_cannot_do(workspace: Path, arguments: dict[str, object], says: str) -> None:
@@ -112,6 +122,42 @@ def test_the_sandbox_keeps_writes_in_the_workspace(workspace: Path, tmp_path: Pa
     copied = box.call_sync("run-program", {"program": "cp", "operands": ["notes.txt", "copy.txt"]})
     assert not copied.is_error, copied.content
     assert (workspace / "copy.txt").read_text() == (workspace / "notes.txt").read_text()
+
+
+def _schema() -> dict[str, object]:
+    import json
+
+    loaded = json.loads((ROOT / "fixtures" / "general" / "run-program.json").read_text())
+    return dict(loaded["parameters"]["properties"])
+
+
+def test_no_flag_takes_the_double_dash_as_its_value(tmp_path: Path) -> None:
+    """For every program and every flag of the fixture's lists, on this machine's
+    programs: `program flag -- --version` reads --version as an operand, never as
+    an option, even with a file named `--` there for a value-taking flag to use."""
+    import subprocess
+
+    properties = _schema()
+    programs = properties["program"]["enum"]  # type: ignore[index]
+    flags = properties["flags"]["items"]["enum"]  # type: ignore[index]
+    (tmp_path / "--").write_text("")
+    swallowed = []
+    for program in programs:
+        for flag in flags:
+            ran = subprocess.run(
+                [program, flag, "--", "--version"],
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+            if "Free Software Foundation" in ran.stdout + ran.stderr:
+                swallowed.append(f"{program} {flag}")
+            if (tmp_path / "--version").is_dir():  # mkdir made it: an operand, as meant
+                (tmp_path / "--version").rmdir()
+            (tmp_path / "--version").unlink(missing_ok=True)
+    assert swallowed == []
 
 
 def test_the_programs_exist_here() -> None:

@@ -145,11 +145,40 @@ def test_a_load_error_names_the_file_and_the_pointer(tmp_path: Path) -> None:
     assert str(bad) in str(caught.value)
 
 
-def test_a_file_that_is_no_tool_is_an_error(tmp_path: Path) -> None:
+def test_a_file_that_is_no_tool_is_an_error_when_named_or_alone(tmp_path: Path) -> None:
     other = write(tmp_path / "package.json", {"name": "x", "version": "1"})
     with pytest.raises(ToolLoadError) as caught:
-        Toolbox.load(tmp_path)
+        Toolbox.load(other)
     assert caught.value.path == str(other) and "not a tool" in str(caught.value)
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(tmp_path)  # a folder with no tool at all
+    assert "no tool in this folder" in str(caught.value) and "package.json" in str(caught.value)
+
+
+def test_a_json_file_that_is_no_tool_beside_tools_is_passed_over_with_a_note(
+    tmp_path: Path,
+) -> None:
+    """One package.json in the folder no longer stops the tools from loading
+    (nor the server from starting); it is listed in ``skipped`` with why."""
+    write(tmp_path / "tool.json", probe_doc())
+    other = write(tmp_path / "package.json", {"name": "x", "version": "1", "scripts": {}})
+    (tmp_path / "settings.yaml").write_text("editor: vim\n")
+    toolbox = Toolbox.load(tmp_path)
+    assert toolbox.names() == ["probe"]
+    assert [note.split(": ", 1)[0] for note in toolbox.skipped] == [
+        str(other),
+        str(tmp_path / "settings.yaml"),
+    ]
+    assert all("not a tool" in note for note in toolbox.skipped)
+
+
+def test_a_broken_tool_beside_tools_is_still_an_error(tmp_path: Path) -> None:
+    """A document meant as a tool (it has `command`) is never passed over."""
+    write(tmp_path / "tool.json", probe_doc())
+    broken = write(tmp_path / "typo.json", {"name": "t", "hnadle": "command", "command": "ls"})
+    with pytest.raises(ToolLoadError) as caught:
+        Toolbox.load(tmp_path)
+    assert caught.value.path == str(broken) and "not a tool" in str(caught.value)
 
 
 def test_hidden_entries_and_other_suffixes_are_skipped(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 Exit codes (one table for every subcommand, docs/handles.md): 0 success; 1
 the program or tool ran and failed; 2 refused before anything ran, a usage
 error, or an invalid file; 128 + n when stopped by signal n, after the
-children were killed (141 when the reader of stdout went away).
+children were killed (141 when the reader of stdout went away); the servers
+(``mcp``, ``worker``) exit 0 on the signals that stop them.
 ``run --raw`` exits with the program's own code instead.
 """
 

@@ -199,7 +199,7 @@ def _cmd_validate(options: argparse.Namespace) -> int:
                 if tool.handle is not None and tool.bash_tool is None
                 for warning in lint(tool.handle)
             ]
-            if not clashes:
+            if not clashes and (tools or not notes):  # a file that is no tool: its note
                 listed = ", ".join(t.name for t in tools) or "no CLI tools"
                 verdict = "ok" if not warnings else f"ok with {len(warnings)} warning(s)"
                 if warnings and options.strict:

@@ -61,6 +61,29 @@ CODE_OPTIONS: dict[str, tuple[str, ...]] = {
     "osascript": ("-e",),
     "tclsh": ("-c",),
 }
+# Programs that run the program named in their arguments (``env sh -c ...``).
+WRAPPERS = frozenset(
+    {
+        "env",
+        "nice",
+        "nohup",
+        "timeout",
+        "stdbuf",
+        "setsid",
+        "sudo",
+        "doas",
+        "chroot",
+        "ionice",
+        "taskset",
+        "flock",
+        "unshare",
+        "xargs",
+        "time",
+        "chrt",
+        "runuser",
+        "prlimit",
+    }
+)
 # Programs that print ``--`` rather than take it as the end of their options.
 NO_END_OF_OPTIONS = frozenset({"echo"})
 _LITERAL_OPTION = re.compile(r"^--?[A-Za-z][A-Za-z0-9-]*=?$")
@@ -152,6 +175,30 @@ def _options_after_end(node: object, pointer: str) -> list[tuple[str, str]]:
     return found
 
 
+def _wrapped_code_strings(
+    arguments: list[object], wrapper: str
+) -> tuple[str, tuple[str, ...] | None, list[str]]:
+    """For ``env sh -c {{x}}``, ``timeout 5 bash -c ...``: the interpreter the
+    wrapper runs, its code options, and the pointers of model data after them."""
+    for index, item in enumerate(arguments):
+        if not isinstance(item, str) or "{{" in item:
+            continue
+        options = CODE_OPTIONS.get(_program_name(item))
+        if options is None:
+            continue
+        found = []
+        for later in range(index + 1, len(arguments) - 1):
+            token = arguments[later]
+            if (
+                isinstance(token, str)
+                and _is_code_option(token, options)
+                and _dynamic(arguments[later + 1])
+            ):
+                found.append(f"/arguments/{later + 1}")
+        return _program_name(item), options, found
+    return wrapper, None, []
+
+
 def _program_problem(command: str) -> str | None:
     if "/" not in command:
         if shutil.which(command) is None:
@@ -178,8 +225,15 @@ def lint(handle: CommandHandle) -> list[LintWarning]:
             )
         name = _program_name(command)
         options = CODE_OPTIONS.get(name)
-        if options and handle.arguments is not None:
-            for pointer in _code_strings(handle.arguments, "/arguments", options):
+        found = (
+            _code_strings(handle.arguments, "/arguments", options)
+            if options and handle.arguments is not None
+            else []
+        )
+        if name in WRAPPERS and isinstance(handle.arguments, list):
+            name, options, found = _wrapped_code_strings(handle.arguments, name)
+        if options:
+            for pointer in found:
                 warnings.append(
                     LintWarning(
                         pointer,

@@ -8,6 +8,7 @@ Pointer into the handle, no template) and no values.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..args import ArgsError
@@ -171,6 +172,13 @@ def text_refusal(tool: str, error: HandleError, args: object) -> str | None:
                 )
     if isinstance(error, ArgvTextError) and " bytes" in message and leaves:
         pointer, text = max(leaves, key=lambda leaf: _byte_size(leaf[1]))
+        total = re.search(r"take (\d+) bytes; the system allows", message)
+        if total is not None:  # all of them together: the largest is named, not blamed alone
+            return (
+                f"The call to `{tool}` was refused: the arguments are too large to pass to a "
+                f"program ({total.group(1)} bytes in all; {_limit_of(message)}); the largest "
+                f"is `{parameter_name(pointer)}` ({_byte_size(text)} bytes). Nothing ran."
+            )
         return (
             f"The call to `{tool}` was refused: `{parameter_name(pointer)}` is too large to pass "
             f"to a program ({_byte_size(text)} bytes; {_limit_of(message)}). Nothing ran."
@@ -178,9 +186,18 @@ def text_refusal(tool: str, error: HandleError, args: object) -> str | None:
     return None
 
 
+def _holding(args: object, character: str) -> str | None:
+    """The parameter whose text holds ``character`` (the first, in name order)."""
+    for pointer, text in _leaves(args):
+        if character in text:
+            return parameter_name(pointer)
+    return None
+
+
 def _limit_of(message: str) -> str:
     """The limit an E2BIG refusal states, as the model is told it."""
-    for marker in ("one argument may have at most", "the system allows"):
+    markers = ("one argument may have at most", "one variable may have at most")
+    for marker in (*markers, "the system allows"):
         at = message.find(marker)
         if at >= 0:
             return message[at:].rstrip(".")
@@ -202,6 +219,12 @@ def model_message(tool: str, error: HandleError, args: object = None) -> str:
         return f"The arguments for `{tool}` are not valid; nothing ran:\n{body}{more}"
     cause = error.form_error if isinstance(error, TemplateEvaluationError) else None
     if isinstance(cause, ArgsError) and cause.character is not None:
+        holder = _holding(args, cause.character)
+        if holder is not None:
+            return (
+                f"The call to `{tool}` was refused: `{holder}` holds a character that cannot "
+                f"be passed to a program (U+{cause.code_point:04X}). Nothing ran."
+            )
         return (
             f"The call to `{tool}` was refused: an argument holds a character that cannot "
             f"be passed to a program (U+{cause.code_point:04X}). Nothing ran."

@@ -111,6 +111,10 @@ def load_tools(
     A UTCP client configuration (``manual_call_templates``) has each manual
     discovered with ``discover`` (its commands run; they print the manual).
 
+    In a folder (or with ``in_folder``, for files found in one), a JSON or
+    YAML document with none of the fields of a tool (``package.json``, a
+    ``tsconfig.json``) is noted as not a tool; named alone, it is an error.
+
     Raises :class:`ToolLoadError` naming the file (and the JSON Pointer) for the
     first file that cannot be loaded, for two tools with one name, and for a
     folder that yields no tool. Bash tools load only with ``allow_bash_tools``
@@ -133,9 +137,12 @@ def load_tools(
         else:
             others: list[str] = []
             notes: list[str] = []
+            folder = in_folder or Path(given).is_dir()
             for file in tool_files([given], others):
-                named = not in_folder and file == Path(given)
-                found += _tools_in(file, notes, loader, discover, named)
+                # Found in a folder (or loaded as if it were): a document that is
+                # no tool is passed over, and a config's own permission to run
+                # bash tools does not count (only one the application names does).
+                found += _tools_in(file, notes, loader, discover, folder)
             skipped += notes + others
             if not found and Path(given).is_dir():
                 raise ToolLoadError(str(given), _no_tool(notes + others))
@@ -173,7 +180,11 @@ def _shortcut_tools(text: str, loader: BashLoader) -> list[Tool]:
 
 
 def _tools_in(
-    file: Path, skipped: list[str], loader: BashLoader, discover: Discover | None, named: bool
+    file: Path,
+    skipped: list[str],
+    loader: BashLoader,
+    discover: Discover | None,
+    in_folder: bool = False,
 ) -> list[Tool]:
     source = str(file)
     try:
@@ -182,11 +193,36 @@ def _tools_in(
         document = read_document(file, HandleLoadError)
         if "manual_call_templates" in document:
             return _discovered(document, file, skipped, discover)
-        return _from_document(document, file, skipped, loader, named)
+        if in_folder and not any(key in document for key in (*_TOOL_FIELDS, *_UTCP_KEYS)):
+            skipped.append(
+                f"{source}: not a tool (no field of a Command Handle, a UTCP document "
+                "or a plugin: it is passed over)"
+            )
+            return []
+        return _from_document(document, file, skipped, loader, named=not in_folder)
     except ToolLoadError:
         raise
     except HandleError as exc:
         raise ToolLoadError(source, exc.message, exc.pointer) from None
+
+
+# The top-level fields by which a document is meant as a tool, even a broken
+# one (a handle that lacks "handler" is an error, not a file to pass over).
+_TOOL_FIELDS = (
+    "handle",
+    "handler",
+    "command",
+    "arguments",
+    "parameters",
+    "io",
+    "environment",
+    "bash_tools",
+    "plugins",
+    "plugin_policy",
+    "manual_call_templates",
+    "commands",
+    "inputs",
+)
 
 
 def _from_document(

@@ -304,7 +304,8 @@ class Toolbox:
     :class:`~command_handle.Executor` is shared by all, from trio, asyncio
     and threads). ``credentials(principal, handle)`` returns the Credential
     Object for a tool that declares ``security`` or reads ``$credential``;
-    ``approve(request)`` returns whether a rendered call may run; ``events``
+    ``approve(request)`` returns whether a rendered call may run (only ``True``
+    runs it; ``False``, a :class:`Denied` or any other answer does not); ``events``
     receives each :class:`AuditEvent`. Each hook may be sync or async.
     ``max_content`` bounds the default text shown to the model, per stream.
 
@@ -1135,7 +1136,9 @@ class Toolbox:
             environment={} if invocation is None else invocation.shown_environment(),
         )
         allowed = yield _Ask(partial(self._approve, request))
-        if not allowed:
+        # Only True runs: a hook that answers "no" or "deny: ..." as text, or
+        # None by falling off its end, has not said yes.
+        if allowed is not True:
             reason = str(allowed.reason).strip() if isinstance(allowed, Denied) else ""
             if reason:
                 reason = redact(reason, call.secrets)

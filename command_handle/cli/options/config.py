@@ -9,6 +9,9 @@ part by declaring what it reads from the file:
   and name) and the option (argparse ``dest``) it sets; the value is checked
   against that option (a list for a repeatable flag, a boolean for a switch, a
   number for a numeric one, one of the choices);
+- ``CONFIG_PATHS = {"policy.workspace", ...}``: those of its keys that are
+  paths; in the file, ``~`` is the home directory and a relative path is
+  relative to the file's folder (a host starts a server in any directory);
 - or, for a table of its own shape, ``CONFIG_SECTION = "credentials"`` and
   ``config_values(table) -> {dest: value}``, which raises
   :class:`ConfigValueError` naming the key it refuses.
@@ -122,7 +125,18 @@ def _checked(value: object, action: argparse.Action) -> tuple[object, str | None
         return None, "must be a string"
     if action.choices is not None and value not in action.choices:
         return None, f"must be one of {', '.join(map(str, action.choices))}"
+    if callable(action.type) and action.type is not str:
+        # The flag's own check (``--terminal-size 80x24``), here where the line is known.
+        try:
+            action.type(value)
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
+            return None, str(exc) or "is not a valid value"
     return value, None
+
+
+def _as_path(value: str, folder: str) -> str:
+    """A path written in the file: ``~`` expanded, relative to the file's folder."""
+    return os.path.join(folder, os.path.expanduser(value))
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, object]]:
@@ -166,9 +180,12 @@ def _values(path: str, parser: argparse.ArgumentParser) -> dict[str, object]:
     """The options the file sets, by dest, checked."""
     text, document = _read(path)
     keys = dict(_COMMAND_KEYS)
+    paths: set[str] = set()
+    folder = os.path.dirname(os.path.abspath(path))
     tables: dict[str, Callable[[dict[str, Any]], dict[str, object]]] = {}
     for group in _groups():
         keys.update(getattr(group, "CONFIG_KEYS", {}))
+        paths.update(getattr(group, "CONFIG_PATHS", ()))
         section = getattr(group, "CONFIG_SECTION", None)
         if section is not None:
             tables[section] = group.config_values
@@ -177,8 +194,10 @@ def _values(path: str, parser: argparse.ArgumentParser) -> dict[str, object]:
 
     def fail(table: str, key: str, message: str) -> UsageError:
         line = _line_of(text, table, key.split(".", 1)[0])
+        if line is None and table:  # a table of its own: [policy.sub]
+            line = _header_line(text, f"{table}.{key.split('.', 1)[0]}")
         where = f"{path}:{line}" if line is not None else path
-        return UsageError(f"{where}: [{table}] {key}: {message}")
+        return UsageError(f"{where}: {f'[{table}] ' if table else ''}{key}: {message}")
 
     values: dict[str, object] = {}
     for table, content in document.items():
@@ -209,6 +228,10 @@ def _values(path: str, parser: argparse.ArgumentParser) -> dict[str, object]:
             checked, problem = _checked(value, action)
             if problem:
                 raise fail(table, key, problem)
+            if f"{table}.{key}" in paths and isinstance(checked, list):
+                checked[:] = [_as_path(item, folder) for item in checked]
+            elif f"{table}.{key}" in paths and isinstance(checked, str):
+                checked = _as_path(checked, folder)
             values[dest] = checked
     return values
 

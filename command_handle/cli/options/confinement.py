@@ -17,6 +17,7 @@ CONFIG_KEYS = {
     "policy.sandbox_backend": "sandbox_backend",
     "policy.sandbox_required": "sandbox_required",
 }
+CONFIG_PATHS = frozenset({"policy.deny_read", "policy.writable_roots"})
 
 
 def add(parser: Any) -> None:

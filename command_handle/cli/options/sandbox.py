@@ -14,6 +14,7 @@ CONFIG_KEYS = {
     "policy.workspace": "workspace",
     "policy.network": "network",
 }
+CONFIG_PATHS = frozenset({"policy.workspace"})
 
 
 def add(parser: Any) -> None:

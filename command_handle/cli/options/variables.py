@@ -17,6 +17,7 @@ CONFIG_KEYS = {
     "utcp.variables_files": "variables_file",
     "utcp.secret_variables": "secret_variable",
 }
+CONFIG_PATHS = frozenset({"utcp.variables_files"})
 CONFIG_SECTION = "variables"
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
