@@ -421,8 +421,10 @@ def test_idle_and_lifetime_stop_the_process_and_its_group() -> None:
         a = data(idle.call_sync("family", {"tag": tag}))["process_id"]
         b = data(lifetime.call_sync("family", {"tag": tag}))["process_id"]
         assert none_left(tag, within=10)
-        assert "nobody read or wrote it for 0.5 s" in idle.read_process_sync(a).content
-        assert "maximum lifetime of 0.5 s" in lifetime.read_process_sync(b).content
+        # Gone from the process table; its supervisor records the end just after:
+        # a read that waits returns as soon as it has.
+        assert "nobody read or wrote it for 0.5 s" in idle.read_process_sync(a, wait=10).content
+        assert "maximum lifetime of 0.5 s" in lifetime.read_process_sync(b, wait=10).content
     finally:
         idle.close()
         lifetime.close()
