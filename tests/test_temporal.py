@@ -529,3 +529,70 @@ def test_a_workflow_of_ones_own_runs_tool_calls_on_a_worker_of_ones_own(
     counted, listed = run(scenario())
     assert counted["structured"] == {"counts": "      0       3      13\n"}
     assert not listed["is_error"] and "agents.md" in listed["content"]
+
+
+@pytest.mark.parametrize(
+    "address", ["nonsense", "127.0.0.1:http", "127.0.0.1:99999", "http://127.0.0.1:7233", ""]
+)
+def test_the_worker_command_refuses_an_address_that_is_not_host_and_port(
+    tools: str, tmp_path: Path, address: str
+) -> None:
+    import subprocess
+    import sys
+
+    worker = [sys.executable, "-m", "command_handle", "worker"]
+    done = subprocess.run(
+        [*worker, tools, "--temporal-address", address, "--task-queue", "q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--temporal-address must be HOST:PORT" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_tool_whose_program_outlives_its_call_is_refused_and_leaves_nothing_running(
+    temporal_address: str, queue: str, tmp_path: Path
+) -> None:
+    """A session tool's program would stay on one worker while the queue sends
+    the next call anywhere: the worker refuses it, directly and for approval."""
+    import socket
+    import subprocess
+
+    from tests.temporal_server import free_port
+
+    port = free_port()
+    worker = WorkerProcess(temporal_address, queue, ["fixtures/handles"], tmp_path / "worker.log")
+    served = tmp_path / "served"
+    served.mkdir()
+    arguments = {"port": port, "directory": str(served)}
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        client = await Client.connect(temporal_address)
+        direct: dict[str, Any] = await client.execute_workflow(
+            ToolCallWorkflow.run,
+            ToolCall("dev_server", arguments),
+            id=f"call-{uuid.uuid4().hex}",
+            task_queue=queue,
+        )
+        # A bounded wait: were the plan described, nothing would approve it.
+        waiting = ToolCall("dev_server", arguments, require_approval=True, approval_timeout_s=20)
+        approval = await _start(client, queue, waiting)
+        described: dict[str, Any] = await approval.result()
+        return direct, described
+
+    try:
+        direct, described = run(scenario())
+    finally:
+        code = worker.stop(signal.SIGTERM)
+    for result in (direct, described):
+        assert result["is_error"] and "keeps its program running" in result["content"], result
+        assert "Nothing ran" in result["content"]
+    assert direct["structured"] == {"error": "session"}
+    assert code == 0, worker.text()
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass
+    listed = subprocess.run(["pgrep", "-f", f"http.server.*{port}"], capture_output=True)
+    assert listed.returncode == 1, listed.stdout

@@ -43,6 +43,7 @@ def _cmd_worker(options: argparse.Namespace) -> int:
     ):
         if not value > 0:
             raise UsageError(f"{name} must be a positive number of seconds")
+    _check_address(options.temporal_address)
     if options.max_payload < 4096:
         raise UsageError("--max-payload must be at least 4096 bytes")
     toolbox = load_toolbox(options)
@@ -55,6 +56,16 @@ def _cmd_worker(options: argparse.Namespace) -> int:
     sys.stderr.flush()
     logging.shutdown()
     os._exit(code)
+
+
+def _check_address(address: str) -> None:
+    """HOST:PORT, said before anything connects: the SDK rejects other forms
+    with a traceback, and accepts a URL only with a deprecation warning."""
+    host, _, port = address.rpartition(":")
+    if "://" in address or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(
+            f"--temporal-address must be HOST:PORT (a port from 1 to 65535), not {address!r}"
+        )
 
 
 def _serve(toolbox: Any, options: argparse.Namespace) -> int:

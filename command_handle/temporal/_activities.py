@@ -96,8 +96,25 @@ class ToolActivities:
         """The activity functions, for ``Worker(activities=...)``."""
         return [self.call_tool, self.preview_tool, self.tool_options]
 
+    def keeps_running(self, name: str) -> str | None:
+        """Why a call of ``name`` is refused here, when its tool has a ``session``:
+        its program would outlive the call on this worker, while the queue may
+        send the next call (``process_read``, ``process_stop``) to any other,
+        and nothing would stop it."""
+        if name not in self.toolbox or self.toolbox[name].session is None:
+            return None
+        return (
+            f"The tool `{name}` keeps its program running after the call returns, which "
+            "a call through Temporal cannot offer: the next call may reach another worker, "
+            "and nothing would stop the program. Nothing ran; serve this tool with "
+            "`command-handle mcp` instead."
+        )
+
     @activity.defn(name=CALL_ACTIVITY)
     async def call_tool(self, call: ToolCall) -> dict[str, Any]:
+        refused = self.keeps_running(call.tool)
+        if refused is not None:
+            return {"is_error": True, "content": refused, "structured": {"error": "session"}}
         progress = _Progress()
 
         async def beat() -> None:
@@ -137,6 +154,9 @@ class ToolActivities:
         """``{"plan", "plan_hash", "error", "task_queue"}``: the plan (credentials
         masked) and its hash, or why the call would be refused; and the queue of
         the worker that made it, if it has one."""
+        refused = self.keeps_running(call.tool)
+        if refused is not None:
+            return {"plan": None, "plan_hash": None, "error": refused, "task_queue": None}
         try:
             shown = await self.toolbox.preview(
                 call.tool, call.arguments, call.principal, context=call.context

@@ -119,6 +119,9 @@ async def run_worker(
         # Both at once: each waits up to the grace for its running calls.
         await asyncio.gather(shared.shutdown(), pinned.shutdown(), return_exceptions=True)
         await asyncio.gather(*runs, return_exceptions=True)
+        # Whatever the Toolbox still runs (a program started past its call by
+        # the application's own use of it) ends with the worker.
+        await toolbox.aclose()
     for run in runs:
         if run.done() and not run.cancelled() and run.exception() is not None:
             raise WorkerFailed(str(run.exception())) from run.exception()
