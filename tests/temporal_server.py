@@ -64,6 +64,15 @@ def wait_listening(host: str, port: int, seconds: float = 60.0) -> None:
             time.sleep(0.1)
 
 
+def _die_with_parent() -> None:
+    """In the server's child, before exec: SIGTERM when the test run that
+    started it dies, even by SIGKILL (no ``finally`` runs then)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 @contextmanager
 def dev_server() -> Iterator[str]:
     """The address of a running dev server: the shared one, or a new one."""
@@ -81,6 +90,7 @@ def dev_server() -> Iterator[str]:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         try:
             wait_listening("127.0.0.1", port)
