@@ -404,10 +404,14 @@ class Spawner:
         os.set_blocking(read_end, False)
         self._wake_fds: tuple[int, ...] = (read_end, write_end)
 
-    def _close_wake_pipe(self) -> None:
+    def _close_wake_pipe(self, close: Callable[[int], None] = os.close) -> None:
+        # ``close`` is bound at definition: at interpreter exit ``__del__`` may
+        # run after the module's globals (``os``, ``contextlib``) are cleared.
         for fd in getattr(self, "_wake_fds", ()):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            try:  # noqa: SIM105 (contextlib may be gone at exit)
+                close(fd)
+            except OSError:
+                pass
         self._wake_fds = ()
 
     def __del__(self) -> None:
