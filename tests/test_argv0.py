@@ -47,6 +47,24 @@ def test_a_handle_runs_the_resolved_path_with_the_written_name_as_argv0() -> Non
     assert executor.run_sync(handle(path).prepare({}, executor.policy)).stdout == path
 
 
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_process_that_outlives_its_call_gets_the_written_name_too(terminal: bool) -> None:
+    """Processes are launched by their own path through the executor: the same
+    argv[0] rule holds there, on a pipe and on a terminal."""
+    from command_handle.call import Terminal
+
+    executor = Executor(Policy())
+    prepared = handle("sh").prepare({}, executor.policy)
+    process = executor.start_sync(prepared, terminal=Terminal() if terminal else None)
+    try:
+        result = process.wait_sync(timeout=20)
+        assert result is not None and result.exit_code == 0
+        assert str(process.read_sync().stdout).strip() == "sh"
+    finally:
+        process.stop_sync()
+        executor.forget(process)
+
+
 def test_a_program_error_names_the_program_as_written() -> None:
     ls = CommandHandle.from_dict(
         {

@@ -121,6 +121,18 @@ def _close(fds: list[int]) -> None:
             pass
 
 
+def child_argv(inv: Invocation) -> tuple[tuple[str, ...], str]:
+    """The argv a child gets and the file executed: the checked, resolved path,
+    with the name as written as ``argv[0]``; under bubblewrap, bwrap's argv
+    (it starts the program inside its namespaces, by its path)."""
+    if inv.bubblewrap:
+        argv = (*inv.bubblewrap, *inv.argv)
+        return argv, argv[0]
+    if inv.argv0 is not None:  # the name as written, as a shell passes it
+        return (inv.argv0, *inv.argv[1:]), inv.argv[0]
+    return inv.argv, inv.argv[0]
+
+
 class _HandleRun:
     """One invocation's descriptors, supervisor and result."""
 
@@ -164,13 +176,7 @@ class _HandleRun:
         """Start the child (on the spawner thread, usually)."""
         inv = self.invocation
         fds = self.child_fds
-        argv: tuple[str, ...] = inv.argv
-        executable = inv.argv[0]
-        if inv.bubblewrap:  # bwrap starts the program inside its namespaces, by its path
-            argv = (*inv.bubblewrap, *inv.argv)
-            executable = argv[0]
-        elif inv.argv0 is not None:  # the name as written, as a shell passes it
-            argv = (inv.argv0, *inv.argv[1:])
+        argv, executable = child_argv(inv)
         return launch(
             argv,
             executable=executable,

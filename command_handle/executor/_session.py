@@ -592,12 +592,12 @@ class ProcessRun:
         run = self.handle_run
         inv = run.invocation
         fds = run.child_fds
-        argv: tuple[str, ...] = inv.argv
-        if inv.bubblewrap:
-            argv = (*inv.bubblewrap, *inv.argv)
+        from ._process import child_argv
+
+        argv, executable = child_argv(inv)
         return launch(
             argv,
-            executable=argv[0],
+            executable=executable,
             env=inv.env,
             cwd=inv.cwd,
             stdin=fds[0],
