@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Literal
 
 from ..policy import Policy
 
@@ -76,6 +76,21 @@ class Invocation:
     # it under another, whose limits and environment rules it does not carry.
     policy: Policy | None = field(default=None, compare=False, repr=False)
 
+    @classmethod
+    def build(cls, **values: Any) -> Invocation:
+        """``Invocation(**values)``, built without the frozen dataclass's
+        ``object.__setattr__`` per field (21 calls, about a tenth of a render).
+        The same object: the defaults, then ``values``; a missing or unknown
+        name goes to the constructor, which says what is wrong."""
+        names = values.keys()
+        if names != _FIELDS:  # some left to their defaults
+            if not (_REQUIRED <= names <= _FIELDS):
+                return cls(**values)
+            values = {**_DEFAULTS, **values}
+        invocation = object.__new__(cls)
+        object.__setattr__(invocation, "__dict__", values)
+        return invocation
+
     def policy_problem(self, policy: Policy) -> str | None:
         """Why this invocation may not run under ``policy``, or None: it was checked
         under another Policy, or (built by hand) its limits exceed ``policy``'s."""
@@ -132,3 +147,9 @@ class Invocation:
             "max_output": self.max_output,
             "no_new_privs": self.no_new_privs,
         }
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Invocation) if f.default is not MISSING}
+_FIELDS = frozenset(f.name for f in fields(Invocation))
+_REQUIRED = _FIELDS - _DEFAULTS.keys()
+assert all(f.default_factory is MISSING for f in fields(Invocation))  # build copies no factory
