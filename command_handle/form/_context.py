@@ -25,7 +25,12 @@ class EvalContext:
     )
 
     def __init__(
-        self, args: object, limits: Limits, application: Mapping[str, object] | None = None
+        self,
+        args: object,
+        limits: Limits,
+        application: Mapping[str, object] | None = None,
+        mark_data: bool = False,
+        option_values: frozenset[str] = frozenset(),
     ) -> None:
         self.args = args
         # Values the application supplies for extension directives (a handle's
@@ -37,10 +42,10 @@ class EvalContext:
         self.output = 0
         # Set while evaluating input of an encoding that needs to know which
         # values came from the arguments (the args encoding's flag guard).
-        self.mark_data = False
+        self.mark_data = mark_data
         # Strings from the arguments that the application lets look like options
         # (a handle's options_allowed parameters); the args encoding admits them.
-        self.option_values: frozenset[str] = frozenset()
+        self.option_values = option_values
 
     def count_evaluation(self, pointer: str) -> None:
         self.evaluations += 1

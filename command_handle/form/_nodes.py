@@ -232,6 +232,8 @@ class DirectiveNode:
 
     def evaluate(self, ctx: EvalContext) -> object:
         ctx.count_evaluation(self.pointer)
+        if not self.operators and not self.provenance:  # a lone domain: its value
+            return self.domain.evaluate(ctx)
         if self.provenance and not ctx.mark_data:
             ctx.mark_data = True
             try:
