@@ -535,6 +535,9 @@ def _compile(schema: object, formats: Any, depth: int) -> Check:
     checks += _object_checks(schema, formats, depth)
     if len(checks) == 1:
         return checks[0]
+    if len(checks) == 2:  # the usual object: its type, then its members
+        first, second = checks
+        return lambda value: bool(first(value)) and bool(second(value))
     return lambda value: all(check(value) for check in checks)
 
 
@@ -708,6 +711,17 @@ class ArgumentsValidator:
             built = validator(self._schema, formats=self._format_assertion)
             self._validator = built
         return built
+
+    def accepts(self, instance: object) -> bool:
+        """Whether the quick check certainly accepts ``instance`` (False: ask
+        :meth:`iter_errors`)."""
+        quick = self.quick
+        if quick is None:
+            return False
+        try:
+            return bool(quick(instance))
+        except RecursionError:
+            return False  # jsonschema decides, and says why
 
     def iter_errors(self, instance: object) -> Iterator[Any]:
         if self.quick is not None:

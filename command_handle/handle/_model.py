@@ -259,6 +259,7 @@ class CommandHandle(BaseModel):
             written_command=self._written_command(),
             written_directory=self._written_directory(),
             written_environment=self._written_environment(),
+            command=_constant_string(templates["command"]),
         )
         return self
 
@@ -447,9 +448,13 @@ class CommandHandle(BaseModel):
         args = {} if args is None else args
         compiled = _compiled_of(self)
         check_arguments(compiled.validator, args)
-        application = self._application(compiled, context, credential)
+        application = (
+            None
+            if context is None and credential is None and not compiled.credential_fields
+            else self._application(compiled, context, credential)
+        )
         templates = compiled.templates
-        command = self._render_command(templates, args, application)
+        command = compiled.command or self._render_command(templates, args, application)
         argv = self._render_arguments(templates, args, application)
         self._check_program_choice(command, policy, compiled)
         cwd = self._render_directory(templates, args, application, policy)
@@ -462,7 +467,7 @@ class CommandHandle(BaseModel):
         if problem is not None:
             raise ArgvTextError(problem, "/arguments", _token_index(problem))
         timeout, max_output = self._limits(policy)
-        return Invocation(
+        return Invocation.build(
             argv=(program, *argv),
             argv0=command,
             env=env,
@@ -486,6 +491,7 @@ class CommandHandle(BaseModel):
             else MaskedView(
                 partial(self._shown_fields, args, templates, context, credential, env, stdin, io)
             ),
+            bubblewrap=(),  # set by the executor for its sandbox
         )
 
     # The steps of render. Each takes what render already read (see _compiled_of).
@@ -524,13 +530,14 @@ class CommandHandle(BaseModel):
         application: Mapping[str, object] | None,
     ) -> list[str]:
         """The argv after the program, with the flag guard applied."""
-        allowed = allowed_values(self.options_allowed, args)
+        options_allowed = self.options_allowed
+        allowed = allowed_values(options_allowed, args) if options_allowed else _NO_VALUES
         arguments = self._evaluate(templates, "arguments", args, allowed, application)
         if arguments is UNDEFINED or arguments is None:
             return []
         if isinstance(arguments, str):
             argv = [arguments]  # one argument, never split
-        elif isinstance(arguments, list) and all(isinstance(a, str) for a in arguments):
+        elif isinstance(arguments, list) and _all_strings(arguments):
             argv = arguments
         else:
             raise TemplateEvaluationError(
@@ -549,7 +556,11 @@ class CommandHandle(BaseModel):
         policy: Policy,
     ) -> str:
         """The working directory: the template's, else the workspace, else the caller's."""
-        directory = self._evaluate(templates, "directory", args, None, application)
+        directory = (
+            self._evaluate(templates, "directory", args, None, application)
+            if "directory" in templates
+            else UNDEFINED
+        )
         if isinstance(directory, str):
             cwd = resolve_directory(directory)
             if self.directory_within is not None:
@@ -569,8 +580,10 @@ class CommandHandle(BaseModel):
         policy: Policy,
     ) -> dict[str, str]:
         """The child's whole environment: the template's variables and the policy's."""
-        environment = self._evaluate(
-            compiled.templates, "environment", args, frozenset(), application
+        environment = (
+            self._evaluate(compiled.templates, "environment", args, _NO_VALUES, application)
+            if "environment" in compiled.templates
+            else UNDEFINED
         )
         return resolve_environment(
             None if environment is UNDEFINED else environment,
@@ -668,7 +681,7 @@ class CommandHandle(BaseModel):
         """The variables whose values hold a credential: those whose template reads
         ``$credential``, and any whose value contains one of the credential's values."""
         if credential is None:
-            return frozenset()
+            return _NO_VALUES
         masked = set(self._credential_variables(env))
         secrets = secret_values(credential)
         masked |= {
@@ -806,6 +819,15 @@ def _compiled_of(handle: CommandHandle) -> _Compiled:
 
 
 _DEFAULT_IO = IoSpec()  # frozen: one shared default instead of a model built per call
+_NO_VALUES: frozenset[str] = frozenset()
+
+
+def _all_strings(values: list[object]) -> bool:
+    # A loop, not all() over a generator: render calls it once per call.
+    for value in values:  # noqa: SIM110
+        if not isinstance(value, str):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -818,6 +840,7 @@ class _Compiled:
     written_command: str | None  # the command, when no template builds it
     written_directory: bool  # the directory holds no template
     written_environment: frozenset[str]  # the variables whose values the handle writes
+    command: str | None  # the command's value when its template is a constant string
 
 
 MAX_VIOLATIONS = 20
@@ -829,6 +852,12 @@ MAX_ARGUMENT_DEPTH = 64
 
 def _deeper_than(value: object, limit: int) -> str | None:
     """The JSON Pointer of the first value nested more than ``limit`` levels, or None."""
+    if type(value) is dict and limit > 0:  # the usual arguments: an object of scalars
+        for child in value.values():
+            if isinstance(child, (dict, list)):
+                break
+        else:
+            return None
     # Depths only: the path is rebuilt for a refusal, which is rare.
     pending: list[tuple[dict[Any, Any] | list[Any], int]] = []
     if isinstance(value, (dict, list)):
@@ -866,6 +895,8 @@ def check_arguments(validator: Any, args: object) -> None:
         raise ArgumentsError(
             [Violation(deep, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels", "depth")]
         )
+    if type(validator) is _jsonschema.ArgumentsValidator and validator.accepts(args):
+        return  # the quick check's certain yes: the usual case
     try:
         errors = validator.iter_errors(args)
         first = next(errors, None)
@@ -1083,6 +1114,14 @@ class _FieldError(CommandHandleError, ValueError):
     def __init__(self, message: str, pointer: str) -> None:
         super().__init__(message)
         self.pointer = pointer
+
+
+def _constant_string(template: Template) -> str | None:
+    """The value of a template that is a non-empty constant string, else None."""
+    if not template.is_constant:
+        return None
+    value = template.evaluate()
+    return value if isinstance(value, str) and value else None
 
 
 def _compile(value: object, pointer: str, field: str) -> Template:

@@ -57,10 +57,14 @@ def option_refusal(token: str, args: object, prefix: str) -> OptionArgumentError
 def check_option_like(argv: Sequence[str], allowed: frozenset[str], args: object) -> None:
     """Refuse a token from the arguments that would be read as an option (the
     policy's one flag guard; values of ``options_allowed`` parameters pass)."""
-    found = first_option_word(
-        (token, is_data(token) and not any(token.startswith(v) for v in allowed if v))
-        for token in argv
-    )
+    if allowed:
+        words = [
+            (token, is_data(token) and not any(token.startswith(v) for v in allowed if v))
+            for token in argv
+        ]
+    else:
+        words = [(token, is_data(token)) for token in argv]
+    found = first_option_word(words)
     if found is not None:
         raise option_refusal(argv[found[0]], args, found[1])
 
