@@ -226,10 +226,35 @@ def _walk(steps: tuple[str | int, ...], value: object) -> object:
     return value
 
 
+def _wildcard_steps(query: jsonpath.JSONPathQuery) -> tuple[str | int, ...] | None:
+    """The steps before the final ``[*]`` of a query made of singular steps and
+    then one wildcard (``files[*]``, ``$.a.b.*``), or None for any other query."""
+    from jsonpath_rfc9535.segments import JSONPathChildSegment
+    from jsonpath_rfc9535.selectors import IndexSelector, NameSelector, WildcardSelector
+
+    *leading, last = query.segments or [None]
+    if type(last) is not JSONPathChildSegment or len(last.selectors) != 1:
+        return None
+    if type(last.selectors[0]) is not WildcardSelector:
+        return None
+    steps: list[str | int] = []
+    for segment in leading:
+        if type(segment) is not JSONPathChildSegment or len(segment.selectors) != 1:
+            return None
+        selector = segment.selectors[0]
+        if type(selector) is NameSelector:
+            steps.append(selector.name)
+        elif type(selector) is IndexSelector:
+            steps.append(selector.index)
+        else:
+            return None
+    return tuple(steps)
+
+
 class QueryExpression:
     """A Query Expression: evaluates to the Node List's values (section 2.5)."""
 
-    __slots__ = ("pointer", "query", "source", "steps")
+    __slots__ = ("pointer", "query", "source", "steps", "wildcard_steps")
 
     def __init__(self, source: str, pointer: str, max_length: int) -> None:
         self.source = source
@@ -238,6 +263,12 @@ class QueryExpression:
         if expanded is None:
             raise TemplateSyntaxError(f"{source!r} is not a JSONPath query", pointer)
         self.query, self.steps = _compile_singular(expanded, pointer, max_length)
+        # Every member of one value (``files[*]``), the commonest other query,
+        # is read without the library too: RFC 9535's wildcard selects an
+        # array's elements, or an object's member values in order.
+        self.wildcard_steps = (
+            None if self.query is None or self.steps is not None else _wildcard_steps(self.query)
+        )
 
     @property
     def singular(self) -> bool:
@@ -247,6 +278,13 @@ class QueryExpression:
         if self.steps is not None:
             value = _walk(self.steps, args)
             return [] if value is _MISSING else [value]
+        if self.wildcard_steps is not None:
+            value = _walk(self.wildcard_steps, args)
+            if isinstance(value, list):
+                return list(value)
+            if isinstance(value, dict):
+                return list(value.values())
+            return []
         return _run_query(self.query, args, self.pointer)
 
 
@@ -385,7 +423,7 @@ class LogicalExpression:
     """A Logical Expression (section 2.7): an RFC 9535 filter with ``@`` and ``$`` both
     bound to the Template Arguments."""
 
-    __slots__ = ("context", "expression", "library", "pointer", "source")
+    __slots__ = ("context", "exists", "expression", "library", "pointer", "source")
 
     def __init__(self, source: str, pointer: str, max_length: int) -> None:
         from jsonpath_rfc9535.filter_expressions import FilterContext
@@ -402,8 +440,15 @@ class LogicalExpression:
         if not isinstance(selector, FilterSelector):
             raise TemplateSyntaxError(f"{source!r} is not a single logical expression", pointer)
         self.expression: FilterExpression = selector.expression
+        # A lone query of member names (``verbose``, ``user.name``) is RFC 9535's
+        # existence test: true when the member is there, whatever its value.
+        self.exists = (
+            tuple(rewritten.split(".")[1:]) if _NAMES_ONLY.match(rewritten) is not None else None
+        )
 
     def evaluate(self, args: object) -> bool:
+        if self.exists is not None:
+            return _walk(self.exists, args) is not _MISSING
         context = self.context(env=_env(), current=args, root=args)  # type: ignore[arg-type]
         try:
             return bool(self.expression.evaluate(context))
