@@ -37,11 +37,19 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def _plain_text(text: str) -> bool:
+    """Printable ASCII: no control character, NUL or surrogate (the usual path or
+    name, passed in two calls; anything else gets the full checks)."""
+    return text.isascii() and text.isprintable() and text != ""
+
+
 def resolve_directory(directory: str | None, pointer: str = "/directory") -> str:
     """Section 3.1: the directory exists, is a directory and is searchable."""
     if directory is None:
         return os.getcwd()  # 3.1: no directory field, run in the current directory
-    if not directory or _CONTROL.search(directory) or os_text_problem(directory):
+    if not _plain_text(directory) and (
+        not directory or _CONTROL.search(directory) or os_text_problem(directory)
+    ):
         raise DirectoryError(
             "the directory must be a non-empty path without control characters or lone surrogates",
             pointer,
@@ -123,7 +131,9 @@ def resolve_command(
     path (absolute entries only: a relative PATH entry would make the lookup
     depend on the directory the handle chose).
     """
-    if not command or _CONTROL.search(command) or os_text_problem(command):
+    if not _plain_text(command) and (
+        not command or _CONTROL.search(command) or os_text_problem(command)
+    ):
         raise CommandError(
             "the command must be a non-empty name without control characters or lone surrogates",
             pointer,
