@@ -96,7 +96,7 @@ class PreparedCall(Generic[R]):
                 "plan": None,
                 "path_rules": path_rules or {},
                 "arguments": arguments,
-                "program_file": None,
+                # program_file (init=False) is the class's None until remembered
             },
         )
         return prepared
