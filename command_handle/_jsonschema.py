@@ -513,6 +513,13 @@ def _compile(schema: object, formats: Any, depth: int) -> Check:
     if not schema.keys() <= _QUICK_KEYWORDS:
         raise _not_plain()
     kind = schema.get("type")
+    if kind == "object" and schema.keys() <= _OBJECT_KEYWORDS:  # the usual parameters
+        members = _object_checks(schema, formats, depth)
+        if not members:
+            return _TYPES["object"]
+        within = members[0]
+        # A dict subclass fails both ways (the type test, then members' deferral).
+        return lambda value: type(value) is dict and within(value)
     if kind is not None:
         names = kind if isinstance(kind, list) else [kind]
         if not names or not all(isinstance(name, str) and name in _TYPES for name in names):
@@ -539,6 +546,10 @@ def _compile(schema: object, formats: Any, depth: int) -> Check:
         first, second = checks
         return lambda value: bool(first(value)) and bool(second(value))
     return lambda value: all(check(value) for check in checks)
+
+
+# An object schema the merged check above decides whole.
+_OBJECT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
 
 
 def _string_checks(schema: dict[str, object], formats: Any) -> list[Check]:

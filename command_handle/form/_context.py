@@ -50,9 +50,10 @@ class EvalContext:
     def count_evaluation(self, pointer: str) -> None:
         self.evaluations += 1
         if self.evaluations > self.limits.max_evaluations:
-            raise LimitError(
-                f"more than {self.limits.max_evaluations} directive evaluations", pointer
-            )
+            raise self.too_many_evaluations(pointer)
+
+    def too_many_evaluations(self, pointer: str) -> LimitError:
+        return LimitError(f"more than {self.limits.max_evaluations} directive evaluations", pointer)
 
     def count_expansion(self, nodes: int, pointer: str) -> None:
         self.expansion += nodes

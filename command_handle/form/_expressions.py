@@ -331,6 +331,8 @@ class SingularExpression:
                 return UNDEFINED
         else:
             value = _run_query(self.query, args, self.pointer)
+        if not self.transforms:
+            return value
         try:
             for transform in self.transforms:
                 value = transform(value)

@@ -456,13 +456,18 @@ class CommandHandle(BaseModel):
         templates = compiled.templates
         command = compiled.command or self._render_command(templates, args, application)
         argv = self._render_arguments(templates, args, application)
-        self._check_program_choice(command, policy, compiled)
+        if not policy.allow_computed_command:
+            self._check_program_choice(command, policy, compiled)
         cwd = self._render_directory(templates, args, application, policy)
         check_paths(self.paths, args, cwd, policy)
         program = resolve_command(command, cwd, policy, shown=compiled.written_command)
         env = self._render_environment(compiled, args, application, policy)
         io = self.io or _DEFAULT_IO
-        stdin = self._render_stdin(templates, args, application, io)
+        stdin = (
+            self._render_stdin(templates, args, application, io)
+            if "io/stdin" in templates
+            else None
+        )
         problem = argv_problem([program, *argv], env)
         if problem is not None:
             raise ArgvTextError(problem, "/arguments", _token_index(problem))
@@ -484,7 +489,9 @@ class CommandHandle(BaseModel):
             limits=policy.child_limits,
             cgroup=policy.cgroup_per_call,
             policy=policy,
-            masked_environment=self._masked(env, credential, compiled),
+            masked_environment=_NO_VALUES
+            if credential is None
+            else self._masked(env, credential, compiled),
             stdin_masked="io/stdin" in compiled.credential_fields,
             shown=None
             if credential is None
@@ -546,7 +553,7 @@ class CommandHandle(BaseModel):
                 "/arguments",
             )
         check_option_like(argv, allowed, args)
-        return [str(a) for a in argv]  # provenance marks end here
+        return list(map(str, argv))  # provenance marks end here
 
     def _render_directory(
         self,
@@ -852,12 +859,6 @@ MAX_ARGUMENT_DEPTH = 64
 
 def _deeper_than(value: object, limit: int) -> str | None:
     """The JSON Pointer of the first value nested more than ``limit`` levels, or None."""
-    if type(value) is dict and limit > 0:  # the usual arguments: an object of scalars
-        for child in value.values():
-            if isinstance(child, (dict, list)):
-                break
-        else:
-            return None
     # Depths only: the path is rebuilt for a refusal, which is rare.
     pending: list[tuple[dict[Any, Any] | list[Any], int]] = []
     if isinstance(value, (dict, list)):
@@ -869,6 +870,16 @@ def _deeper_than(value: object, limit: int) -> str | None:
         children = node.values() if isinstance(node, dict) else node
         pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return None
+
+
+def _flat(value: object) -> bool:
+    """An object of scalars, the usual arguments: nothing nested to measure."""
+    if type(value) is not dict:
+        return False
+    for child in value.values():  # noqa: SIM110 (a loop: no generator per call)
+        if isinstance(child, (dict, list)):
+            return False
+    return True
 
 
 def _path_to_depth(value: object, limit: int) -> tuple[str | int, ...]:
@@ -890,7 +901,7 @@ def check_arguments(validator: Any, args: object) -> None:
     At most :data:`MAX_VIOLATIONS` are collected: a huge hostile argument
     object could otherwise cost a full validation pass and a message as large.
     """
-    deep = _deeper_than(args, MAX_ARGUMENT_DEPTH)
+    deep = None if _flat(args) else _deeper_than(args, MAX_ARGUMENT_DEPTH)
     if deep is not None:
         raise ArgumentsError(
             [Violation(deep, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels", "depth")]
