@@ -207,6 +207,8 @@ def check_variable_value(name: str, value: str, pointer: str) -> str:
 
 def inherited_environment(names: tuple[str, ...]) -> dict[str, str]:
     """The host variables named, where set."""
+    if not names:  # the default: a child inherits nothing
+        return {}
     return {name: os.environ[name] for name in names if name in os.environ}
 
 
