@@ -441,8 +441,12 @@ def _is_integer(value: object) -> bool:
     return type(value) is int or (type(value) is float and value.is_integer())
 
 
+def _string_type(value: object) -> bool:
+    return isinstance(value, str)
+
+
 _TYPES: dict[str, Check] = {
-    "string": lambda value: isinstance(value, str),
+    "string": _string_type,
     "integer": _is_integer,
     "number": lambda value: type(value) is int or type(value) is float,
     "boolean": lambda value: value is True or value is False,
@@ -514,12 +518,10 @@ def _compile(schema: object, formats: Any, depth: int) -> Check:
         raise _not_plain()
     kind = schema.get("type")
     if kind == "object" and schema.keys() <= _OBJECT_KEYWORDS:  # the usual parameters
-        members = _object_checks(schema, formats, depth)
-        if not members:
-            return _TYPES["object"]
-        within = members[0]
-        # A dict subclass fails both ways (the type test, then members' deferral).
-        return lambda value: type(value) is dict and within(value)
+        # One predicate: the type test (a dict subclass fails it, as members
+        # would defer it) and the members.
+        members = _object_checks(schema, formats, depth, exact=True)
+        return members[0] if members else _TYPES["object"]
     if kind is not None:
         names = kind if isinstance(kind, list) else [kind]
         if not names or not all(isinstance(name, str) and name in _TYPES for name in names):
@@ -546,6 +548,9 @@ def _compile(schema: object, formats: Any, depth: int) -> Check:
         first, second = checks
         return lambda value: bool(first(value)) and bool(second(value))
     return lambda value: all(check(value) for check in checks)
+
+
+_IS_STRING = _TYPES["string"]
 
 
 # An object schema the merged check above decides whole.
@@ -643,12 +648,18 @@ def _array_checks(schema: dict[str, object], formats: Any, depth: int) -> list[C
     return checks
 
 
-def _object_checks(schema: dict[str, object], formats: Any, depth: int) -> list[Check]:
+def _object_checks(
+    schema: dict[str, object], formats: Any, depth: int, exact: bool = False
+) -> list[Check]:
+    """The members' check; with ``exact``, it is also the type test (False for
+    anything but a dict)."""
     checks: list[Check] = []
     properties = schema.get("properties", {})
     if not isinstance(properties, dict) or not all(isinstance(k, str) for k in properties):
         raise _not_plain()
     compiled = {name: _compile(sub, formats, depth + 1) for name, sub in properties.items()}
+    # Properties that only need to be strings, the commonest, are tested inline.
+    strings = frozenset(name for name, check in compiled.items() if check is _IS_STRING)
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
         raise _not_plain()
@@ -660,11 +671,15 @@ def _object_checks(schema: dict[str, object], formats: Any, depth: int) -> list[
 
     def members(value: object) -> bool:
         if type(value) is not dict:
-            return not isinstance(value, dict)  # a dict subclass: defer
+            return not exact and not isinstance(value, dict)  # a dict subclass: defer
         for name in required:
             if name not in value:
                 return False
         for name, item in value.items():
+            if name in strings:
+                if not isinstance(item, str):
+                    return False
+                continue
             check = compiled.get(name)
             if check is None:
                 if closed is False:
@@ -722,17 +737,6 @@ class ArgumentsValidator:
             built = validator(self._schema, formats=self._format_assertion)
             self._validator = built
         return built
-
-    def accepts(self, instance: object) -> bool:
-        """Whether the quick check certainly accepts ``instance`` (False: ask
-        :meth:`iter_errors`)."""
-        quick = self.quick
-        if quick is None:
-            return False
-        try:
-            return bool(quick(instance))
-        except RecursionError:
-            return False  # jsonschema decides, and says why
 
     def iter_errors(self, instance: object) -> Iterator[Any]:
         if self.quick is not None:

@@ -421,9 +421,7 @@ class CommandHandle(BaseModel):
         except OptionLikeError as exc:
             raise refusal_from_encoding(exc, args) from None
         except FormError as exc:
-            error = TemplateEvaluationError(exc.message, f"/{name}{exc.pointer}")
-            error.form_error = exc  # e.g. an ArgsError, with its token, index and code point
-            raise error from exc
+            raise _located(exc, name) from exc
 
     def render(
         self,
@@ -446,7 +444,10 @@ class CommandHandle(BaseModel):
         """
         policy = policy or Policy()
         args = {} if args is None else args
-        compiled = _compiled_of(self)
+        # Inside a loop of calls each function a render runs starts cold (the
+        # child's run evicted the caches), at a few microseconds each: the
+        # usual steps are written inline here rather than called.
+        compiled: _Compiled = self.__pydantic_private__["_compiled"]  # type: ignore[index]
         check_arguments(compiled.validator, args)
         application = (
             None
@@ -459,7 +460,8 @@ class CommandHandle(BaseModel):
         if not policy.allow_computed_command:
             self._check_program_choice(command, policy, compiled)
         cwd = self._render_directory(templates, args, application, policy)
-        check_paths(self.paths, args, cwd, policy)
+        if self.paths:
+            check_paths(self.paths, args, cwd, policy)
         program = resolve_command(command, cwd, policy, shown=compiled.written_command)
         env = self._render_environment(compiled, args, application, policy)
         io = self.io or _DEFAULT_IO
@@ -471,7 +473,10 @@ class CommandHandle(BaseModel):
         problem = argv_problem([program, *argv], env)
         if problem is not None:
             raise ArgvTextError(problem, "/arguments", _token_index(problem))
-        timeout, max_output = self._limits(policy)
+        timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
+        max_output = (
+            min(self.max_output, policy.max_output) if self.max_output else policy.max_output
+        )
         return Invocation.build(
             argv=(program, *argv),
             argv0=command,
@@ -539,19 +544,30 @@ class CommandHandle(BaseModel):
         """The argv after the program, with the flag guard applied."""
         options_allowed = self.options_allowed
         allowed = allowed_values(options_allowed, args) if options_allowed else _NO_VALUES
-        arguments = self._evaluate(templates, "arguments", args, allowed, application)
+        template = templates.get("arguments")  # self._evaluate, inline: see render
+        try:
+            arguments = (
+                UNDEFINED
+                if template is None
+                else template.evaluate(
+                    args, provenance=True, option_values=allowed, application=application
+                )
+            )
+        except OptionLikeError as exc:
+            raise refusal_from_encoding(exc, args) from None
+        except FormError as exc:
+            raise _located(exc, "arguments") from exc
         if arguments is UNDEFINED or arguments is None:
             return []
         if isinstance(arguments, str):
             argv = [arguments]  # one argument, never split
-        elif isinstance(arguments, list) and _all_strings(arguments):
+        elif isinstance(arguments, list):
             argv = arguments
+            for token in argv:  # a loop here, not a function: see render
+                if not isinstance(token, str):
+                    raise _not_tokens()
         else:
-            raise TemplateEvaluationError(
-                "arguments must evaluate to a string or an array of strings "
-                '(use {"$encode": "args", ...} to build tokens from other values)',
-                "/arguments",
-            )
+            raise _not_tokens()
         check_option_like(argv, allowed, args)
         return list(map(str, argv))  # provenance marks end here
 
@@ -626,14 +642,6 @@ class CommandHandle(BaseModel):
                 "io.stdin must evaluate to a string or binary value", "/io/stdin"
             )
         return None
-
-    def _limits(self, policy: Policy) -> tuple[float, int]:
-        """The timeout and output cap: the handle's, capped by the policy's."""
-        timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
-        max_output = (
-            min(self.max_output, policy.max_output) if self.max_output else policy.max_output
-        )
-        return timeout, max_output
 
     def _shown_fields(
         self,
@@ -829,12 +837,19 @@ _DEFAULT_IO = IoSpec()  # frozen: one shared default instead of a model built pe
 _NO_VALUES: frozenset[str] = frozenset()
 
 
-def _all_strings(values: list[object]) -> bool:
-    # A loop, not all() over a generator: render calls it once per call.
-    for value in values:  # noqa: SIM110
-        if not isinstance(value, str):
-            return False
-    return True
+def _located(error: FormError, field: str) -> TemplateEvaluationError:
+    """A template's evaluation error, located at its field."""
+    located = TemplateEvaluationError(error.message, f"/{field}{error.pointer}")
+    located.form_error = error  # e.g. an ArgsError, with its token, index and code point
+    return located
+
+
+def _not_tokens() -> TemplateEvaluationError:
+    return TemplateEvaluationError(
+        "arguments must evaluate to a string or an array of strings "
+        '(use {"$encode": "args", ...} to build tokens from other values)',
+        "/arguments",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -872,16 +887,6 @@ def _deeper_than(value: object, limit: int) -> str | None:
     return None
 
 
-def _flat(value: object) -> bool:
-    """An object of scalars, the usual arguments: nothing nested to measure."""
-    if type(value) is not dict:
-        return False
-    for child in value.values():  # noqa: SIM110 (a loop: no generator per call)
-        if isinstance(child, (dict, list)):
-            return False
-    return True
-
-
 def _path_to_depth(value: object, limit: int) -> tuple[str | int, ...]:
     """The keys down to the first node at depth ``limit``."""
     pending: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
@@ -901,13 +906,24 @@ def check_arguments(validator: Any, args: object) -> None:
     At most :data:`MAX_VIOLATIONS` are collected: a huge hostile argument
     object could otherwise cost a full validation pass and a message as large.
     """
-    deep = None if _flat(args) else _deeper_than(args, MAX_ARGUMENT_DEPTH)
+    flat = type(args) is dict  # an object of scalars, the usual arguments, has no depth
+    if flat:
+        for child in args.values():  # type: ignore[attr-defined]
+            if isinstance(child, (dict, list)):
+                flat = False
+                break
+    deep = None if flat else _deeper_than(args, MAX_ARGUMENT_DEPTH)
     if deep is not None:
         raise ArgumentsError(
             [Violation(deep, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels", "depth")]
         )
-    if type(validator) is _jsonschema.ArgumentsValidator and validator.accepts(args):
-        return  # the quick check's certain yes: the usual case
+    quick = validator.quick if type(validator) is _jsonschema.ArgumentsValidator else None
+    if quick is not None:
+        try:
+            if quick(args):
+                return  # the quick check's certain yes: the usual case
+        except RecursionError:
+            pass  # jsonschema decides, and says why
     try:
         errors = validator.iter_errors(args)
         first = next(errors, None)

@@ -37,17 +37,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _plain_text(text: str) -> bool:
-    """Printable ASCII: no control character, NUL or surrogate (the usual path or
-    name, passed in two calls; anything else gets the full checks)."""
-    return text.isascii() and text.isprintable() and text != ""
-
-
 def resolve_directory(directory: str | None, pointer: str = "/directory") -> str:
     """Section 3.1: the directory exists, is a directory and is searchable."""
     if directory is None:
         return os.getcwd()  # 3.1: no directory field, run in the current directory
-    if not _plain_text(directory) and (
+    # Printable ASCII (the usual path) has no control character, NUL or surrogate.
+    if not (directory.isascii() and directory.isprintable() and directory) and (
         not directory or _CONTROL.search(directory) or os_text_problem(directory)
     ):
         raise DirectoryError(
@@ -109,7 +104,7 @@ def _check_program_file(
             f"{_what(shown)} is set-user-ID or set-group-ID; the policy does not allow it",
             pointer,
         )
-    if not policy.allows_program(path):
+    if policy.allowed_commands is not None and not policy.allows_program(path):
         raise CommandError(f"the policy does not allow {_what(shown)}", pointer)
     return path
 
@@ -131,7 +126,8 @@ def resolve_command(
     path (absolute entries only: a relative PATH entry would make the lookup
     depend on the directory the handle chose).
     """
-    if not _plain_text(command) and (
+    # Printable ASCII (the usual name) has no control character, NUL or surrogate.
+    if not (command.isascii() and command.isprintable() and command) and (
         not command or _CONTROL.search(command) or os_text_problem(command)
     ):
         raise CommandError(
@@ -143,7 +139,11 @@ def resolve_command(
         # An absolute path without "//", "/." or a final "/" is already normal.
         if path[0] != "/" or "//" in path or "/." in path or path.endswith("/"):
             path = os.path.normpath(path)
-        return check_program(path, policy, pointer, shown)
+        try:  # check_program, inline: one function fewer on every call's path
+            info = os.stat(path)
+        except OSError as exc:
+            raise _stat_refusal(exc, _what(shown), CommandError, pointer) from None
+        return _check_program_file(path, info, policy, pointer, shown)
     for prefix in _search_prefixes(policy):
         candidate = prefix + command
         try:
@@ -238,7 +238,8 @@ def resolve_environment(
     :data:`OPTION_ENVIRONMENT` may not receive. Names computed from the model's
     arguments (marked data) are refused: a name must be written in the handle.
     """
-    env = inherited_environment(policy.inherit_environment)
+    names = policy.inherit_environment
+    env = inherited_environment(names) if names else {}
     if environment is None:
         return env
     if not isinstance(environment, dict):

@@ -52,7 +52,7 @@ def first_option_word(words: Iterable[tuple[str, bool]]) -> tuple[int, str] | No
         if not from_data:
             after_end = after_end or text == "--"
             continue
-        if not after_end:
+        if not after_end and text[:1] in _MAY_BEGIN_OPTION:  # else option_prefix says ""
             prefix = option_prefix(text)
             if prefix:
                 return index, prefix
