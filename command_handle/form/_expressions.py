@@ -30,16 +30,18 @@ if TYPE_CHECKING:
     from jsonpath_rfc9535.filter_expressions import FilterExpression
 
 __all__ = [
+    "MISSING",
     "LogicalExpression",
     "QueryExpression",
     "SingularExpression",
     "Transform",
     "split_pipes",
+    "walk",
 ]
 
 Transform = Callable[[object], object]
 
-_MISSING = object()
+MISSING = object()
 # RFC 9535's member-name-shorthand, ASCII only: ``$`` then ``.name`` steps.
 # Such a query is singular and its steps are its names; anything else is
 # parsed by the library.
@@ -207,21 +209,22 @@ def _run_query(query: jsonpath.JSONPathQuery | None, args: object, pointer: str)
         ) from None
 
 
-def _walk(steps: tuple[str | int, ...], value: object) -> object:
+def walk(steps: tuple[str | int, ...], value: object) -> object:
+    """The value at ``steps`` (member names and indexes) in ``value``, or :data:`MISSING`."""
     for step in steps:
         if type(step) is str:
             if not isinstance(value, dict):
-                return _MISSING
-            value = value.get(step, _MISSING)
-            if value is _MISSING:
-                return _MISSING
+                return MISSING
+            value = value.get(step, MISSING)
+            if value is MISSING:
+                return MISSING
         else:
             if not isinstance(value, list):
-                return _MISSING
+                return MISSING
             step = cast(int, step)
             index = step if step >= 0 else len(value) + step
             if not 0 <= index < len(value):
-                return _MISSING
+                return MISSING
             value = value[index]
     return value
 
@@ -276,10 +279,10 @@ class QueryExpression:
 
     def nodes(self, args: object) -> list[object]:
         if self.steps is not None:
-            value = _walk(self.steps, args)
-            return [] if value is _MISSING else [value]
+            value = walk(self.steps, args)
+            return [] if value is MISSING else [value]
         if self.wildcard_steps is not None:
-            value = _walk(self.wildcard_steps, args)
+            value = walk(self.wildcard_steps, args)
             if isinstance(value, list):
                 return list(value)
             if isinstance(value, dict):
@@ -326,8 +329,8 @@ class SingularExpression:
     def evaluate(self, args: object) -> object:
         steps = self.steps
         if steps is not None:
-            value = _walk(steps, args)
-            if value is _MISSING:
+            value = walk(steps, args)
+            if value is MISSING:
                 return UNDEFINED
         else:
             value = _run_query(self.query, args, self.pointer)
@@ -450,7 +453,7 @@ class LogicalExpression:
 
     def evaluate(self, args: object) -> bool:
         if self.exists is not None:
-            return _walk(self.exists, args) is not _MISSING
+            return walk(self.exists, args) is not MISSING
         context = self.context(env=_env(), current=args, root=args)  # type: ignore[arg-type]
         try:
             return bool(self.expression.evaluate(context))
