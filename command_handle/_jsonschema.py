@@ -441,8 +441,12 @@ def _is_integer(value: object) -> bool:
     return type(value) is int or (type(value) is float and value.is_integer())
 
 
+def _string_type(value: object) -> bool:
+    return isinstance(value, str)
+
+
 _TYPES: dict[str, Check] = {
-    "string": lambda value: isinstance(value, str),
+    "string": _string_type,
     "integer": _is_integer,
     "number": lambda value: type(value) is int or type(value) is float,
     "boolean": lambda value: value is True or value is False,
@@ -513,6 +517,11 @@ def _compile(schema: object, formats: Any, depth: int) -> Check:
     if not schema.keys() <= _QUICK_KEYWORDS:
         raise _not_plain()
     kind = schema.get("type")
+    if kind == "object" and schema.keys() <= _OBJECT_KEYWORDS:  # the usual parameters
+        # One predicate: the type test (a dict subclass fails it, as members
+        # would defer it) and the members.
+        members = _object_checks(schema, formats, depth, exact=True)
+        return members[0] if members else _TYPES["object"]
     if kind is not None:
         names = kind if isinstance(kind, list) else [kind]
         if not names or not all(isinstance(name, str) and name in _TYPES for name in names):
@@ -535,7 +544,17 @@ def _compile(schema: object, formats: Any, depth: int) -> Check:
     checks += _object_checks(schema, formats, depth)
     if len(checks) == 1:
         return checks[0]
+    if len(checks) == 2:  # the usual object: its type, then its members
+        first, second = checks
+        return lambda value: bool(first(value)) and bool(second(value))
     return lambda value: all(check(value) for check in checks)
+
+
+_IS_STRING = _TYPES["string"]
+
+
+# An object schema the merged check above decides whole.
+_OBJECT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
 
 
 def _string_checks(schema: dict[str, object], formats: Any) -> list[Check]:
@@ -629,12 +648,18 @@ def _array_checks(schema: dict[str, object], formats: Any, depth: int) -> list[C
     return checks
 
 
-def _object_checks(schema: dict[str, object], formats: Any, depth: int) -> list[Check]:
+def _object_checks(
+    schema: dict[str, object], formats: Any, depth: int, exact: bool = False
+) -> list[Check]:
+    """The members' check; with ``exact``, it is also the type test (False for
+    anything but a dict)."""
     checks: list[Check] = []
     properties = schema.get("properties", {})
     if not isinstance(properties, dict) or not all(isinstance(k, str) for k in properties):
         raise _not_plain()
     compiled = {name: _compile(sub, formats, depth + 1) for name, sub in properties.items()}
+    # Properties that only need to be strings, the commonest, are tested inline.
+    strings = frozenset(name for name, check in compiled.items() if check is _IS_STRING)
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
         raise _not_plain()
@@ -646,11 +671,15 @@ def _object_checks(schema: dict[str, object], formats: Any, depth: int) -> list[
 
     def members(value: object) -> bool:
         if type(value) is not dict:
-            return not isinstance(value, dict)  # a dict subclass: defer
+            return not exact and not isinstance(value, dict)  # a dict subclass: defer
         for name in required:
             if name not in value:
                 return False
         for name, item in value.items():
+            if name in strings:
+                if not isinstance(item, str):
+                    return False
+                continue
             check = compiled.get(name)
             if check is None:
                 if closed is False:

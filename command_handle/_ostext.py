@@ -37,7 +37,9 @@ def exec_size_problem(argv: list[str], env: dict[str, str]) -> tuple[str, int | 
     """
     # A character takes at most 4 bytes (os.fsencode's surrogates take 1), and Linux
     # always allows at least MAX_ARGUMENT_BYTES in all: small text needs no measuring.
-    characters = sum(map(len, argv)) + sum(len(k) + len(v) + 1 for k, v in env.items())
+    characters = sum(map(len, argv))
+    if env:  # each NAME=value
+        characters += sum(map(len, env)) + sum(map(len, env.values())) + len(env)
     if 4 * characters + len(argv) + len(env) <= MAX_ARGUMENT_BYTES:
         return None
     sizes = [len(os.fsencode(token)) + 1 for token in argv]

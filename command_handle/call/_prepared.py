@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from ..policy import Policy, check_paths, check_program, check_program_identity
@@ -80,16 +80,26 @@ class PreparedCall(Generic[R]):
         arguments: object = None,
     ) -> PreparedCall[CommandResult]:
         """One checked program (a rendered handle)."""
-        return PreparedCall(
-            "command",
-            invocation.handle_name,
-            policy,
-            invocation.timeout,
-            invocation.max_output,
-            invocation=invocation,
-            path_rules=path_rules or {},
-            arguments=arguments,
+        # The frozen dataclass's constructor sets each field with object.__setattr__;
+        # a call is prepared for every run, so its fields are set in one step.
+        prepared: PreparedCall[CommandResult] = object.__new__(PreparedCall)
+        object.__setattr__(
+            prepared,
+            "__dict__",
+            {
+                "kind": "command",
+                "tool": invocation.handle_name,
+                "policy": policy,
+                "timeout": invocation.timeout,
+                "max_output": invocation.max_output,
+                "invocation": invocation,
+                "plan": None,
+                "path_rules": path_rules or {},
+                "arguments": arguments,
+                # program_file (init=False) is the class's None until remembered
+            },
         )
+        return prepared
 
     @staticmethod
     def one_step(
@@ -147,3 +157,18 @@ def plan_hash(plan: Mapping[str, Any]) -> str:
     import rfc8785
 
     return hashlib.sha256(rfc8785.dumps(plan)).hexdigest()
+
+
+# PreparedCall.command sets every field itself: a field added to the class must be added there.
+assert [f.name for f in fields(PreparedCall)] == [
+    "kind",
+    "tool",
+    "policy",
+    "timeout",
+    "max_output",
+    "invocation",
+    "plan",
+    "path_rules",
+    "arguments",
+    "program_file",
+]

@@ -25,7 +25,12 @@ class EvalContext:
     )
 
     def __init__(
-        self, args: object, limits: Limits, application: Mapping[str, object] | None = None
+        self,
+        args: object,
+        limits: Limits,
+        application: Mapping[str, object] | None = None,
+        mark_data: bool = False,
+        option_values: frozenset[str] = frozenset(),
     ) -> None:
         self.args = args
         # Values the application supplies for extension directives (a handle's
@@ -37,17 +42,18 @@ class EvalContext:
         self.output = 0
         # Set while evaluating input of an encoding that needs to know which
         # values came from the arguments (the args encoding's flag guard).
-        self.mark_data = False
+        self.mark_data = mark_data
         # Strings from the arguments that the application lets look like options
         # (a handle's options_allowed parameters); the args encoding admits them.
-        self.option_values: frozenset[str] = frozenset()
+        self.option_values = option_values
 
     def count_evaluation(self, pointer: str) -> None:
         self.evaluations += 1
         if self.evaluations > self.limits.max_evaluations:
-            raise LimitError(
-                f"more than {self.limits.max_evaluations} directive evaluations", pointer
-            )
+            raise self.too_many_evaluations(pointer)
+
+    def too_many_evaluations(self, pointer: str) -> LimitError:
+        return LimitError(f"more than {self.limits.max_evaluations} directive evaluations", pointer)
 
     def count_expansion(self, nodes: int, pointer: str) -> None:
         self.expansion += nodes

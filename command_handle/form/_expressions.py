@@ -30,16 +30,18 @@ if TYPE_CHECKING:
     from jsonpath_rfc9535.filter_expressions import FilterExpression
 
 __all__ = [
+    "MISSING",
     "LogicalExpression",
     "QueryExpression",
     "SingularExpression",
     "Transform",
     "split_pipes",
+    "walk",
 ]
 
 Transform = Callable[[object], object]
 
-_MISSING = object()
+MISSING = object()
 # RFC 9535's member-name-shorthand, ASCII only: ``$`` then ``.name`` steps.
 # Such a query is singular and its steps are its names; anything else is
 # parsed by the library.
@@ -207,29 +209,55 @@ def _run_query(query: jsonpath.JSONPathQuery | None, args: object, pointer: str)
         ) from None
 
 
-def _walk(steps: tuple[str | int, ...], value: object) -> object:
+def walk(steps: tuple[str | int, ...], value: object) -> object:
+    """The value at ``steps`` (member names and indexes) in ``value``, or :data:`MISSING`."""
     for step in steps:
         if type(step) is str:
             if not isinstance(value, dict):
-                return _MISSING
-            value = value.get(step, _MISSING)
-            if value is _MISSING:
-                return _MISSING
+                return MISSING
+            value = value.get(step, MISSING)
+            if value is MISSING:
+                return MISSING
         else:
             if not isinstance(value, list):
-                return _MISSING
+                return MISSING
             step = cast(int, step)
             index = step if step >= 0 else len(value) + step
             if not 0 <= index < len(value):
-                return _MISSING
+                return MISSING
             value = value[index]
     return value
+
+
+def _wildcard_steps(query: jsonpath.JSONPathQuery) -> tuple[str | int, ...] | None:
+    """The steps before the final ``[*]`` of a query made of singular steps and
+    then one wildcard (``files[*]``, ``$.a.b.*``), or None for any other query."""
+    from jsonpath_rfc9535.segments import JSONPathChildSegment
+    from jsonpath_rfc9535.selectors import IndexSelector, NameSelector, WildcardSelector
+
+    *leading, last = query.segments or [None]
+    if type(last) is not JSONPathChildSegment or len(last.selectors) != 1:
+        return None
+    if type(last.selectors[0]) is not WildcardSelector:
+        return None
+    steps: list[str | int] = []
+    for segment in leading:
+        if type(segment) is not JSONPathChildSegment or len(segment.selectors) != 1:
+            return None
+        selector = segment.selectors[0]
+        if type(selector) is NameSelector:
+            steps.append(selector.name)
+        elif type(selector) is IndexSelector:
+            steps.append(selector.index)
+        else:
+            return None
+    return tuple(steps)
 
 
 class QueryExpression:
     """A Query Expression: evaluates to the Node List's values (section 2.5)."""
 
-    __slots__ = ("pointer", "query", "source", "steps")
+    __slots__ = ("pointer", "query", "source", "steps", "wildcard_steps")
 
     def __init__(self, source: str, pointer: str, max_length: int) -> None:
         self.source = source
@@ -238,6 +266,12 @@ class QueryExpression:
         if expanded is None:
             raise TemplateSyntaxError(f"{source!r} is not a JSONPath query", pointer)
         self.query, self.steps = _compile_singular(expanded, pointer, max_length)
+        # Every member of one value (``files[*]``), the commonest other query,
+        # is read without the library too: RFC 9535's wildcard selects an
+        # array's elements, or an object's member values in order.
+        self.wildcard_steps = (
+            None if self.query is None or self.steps is not None else _wildcard_steps(self.query)
+        )
 
     @property
     def singular(self) -> bool:
@@ -245,8 +279,15 @@ class QueryExpression:
 
     def nodes(self, args: object) -> list[object]:
         if self.steps is not None:
-            value = _walk(self.steps, args)
-            return [] if value is _MISSING else [value]
+            value = walk(self.steps, args)
+            return [] if value is MISSING else [value]
+        if self.wildcard_steps is not None:
+            value = walk(self.wildcard_steps, args)
+            if isinstance(value, list):
+                return list(value)
+            if isinstance(value, dict):
+                return list(value.values())
+            return []
         return _run_query(self.query, args, self.pointer)
 
 
@@ -288,11 +329,13 @@ class SingularExpression:
     def evaluate(self, args: object) -> object:
         steps = self.steps
         if steps is not None:
-            value = _walk(steps, args)
-            if value is _MISSING:
+            value = walk(steps, args)
+            if value is MISSING:
                 return UNDEFINED
         else:
             value = _run_query(self.query, args, self.pointer)
+        if not self.transforms:
+            return value
         try:
             for transform in self.transforms:
                 value = transform(value)
@@ -385,7 +428,7 @@ class LogicalExpression:
     """A Logical Expression (section 2.7): an RFC 9535 filter with ``@`` and ``$`` both
     bound to the Template Arguments."""
 
-    __slots__ = ("context", "expression", "library", "pointer", "source")
+    __slots__ = ("context", "exists", "expression", "library", "pointer", "source")
 
     def __init__(self, source: str, pointer: str, max_length: int) -> None:
         from jsonpath_rfc9535.filter_expressions import FilterContext
@@ -402,8 +445,15 @@ class LogicalExpression:
         if not isinstance(selector, FilterSelector):
             raise TemplateSyntaxError(f"{source!r} is not a single logical expression", pointer)
         self.expression: FilterExpression = selector.expression
+        # A lone query of member names (``verbose``, ``user.name``) is RFC 9535's
+        # existence test: true when the member is there, whatever its value.
+        self.exists = (
+            tuple(rewritten.split(".")[1:]) if _NAMES_ONLY.match(rewritten) is not None else None
+        )
 
     def evaluate(self, args: object) -> bool:
+        if self.exists is not None:
+            return walk(self.exists, args) is not MISSING
         context = self.context(env=_env(), current=args, root=args)  # type: ignore[arg-type]
         try:
             return bool(self.expression.evaluate(context))

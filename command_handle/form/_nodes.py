@@ -231,7 +231,11 @@ class DirectiveNode:
         self.provenance = provenance
 
     def evaluate(self, ctx: EvalContext) -> object:
-        ctx.count_evaluation(self.pointer)
+        ctx.evaluations += 1  # ctx.count_evaluation, inline: once per directive
+        if ctx.evaluations > ctx.limits.max_evaluations:
+            raise ctx.too_many_evaluations(self.pointer)
+        if not self.operators and not self.provenance:  # a lone domain: its value
+            return self.domain.evaluate(ctx)
         if self.provenance and not ctx.mark_data:
             ctx.mark_data = True
             try:

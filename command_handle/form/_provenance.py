@@ -64,6 +64,8 @@ def is_data(value: object) -> bool:
 
 def mark(value: object, depth: int = 256) -> object:
     """Return ``value`` with every string, number, object and array marked as data."""
+    if type(value) is str:  # the usual argument, without the checks below
+        return DataStr(value)
     if isinstance(value, _DATA_TYPES):
         return value
     if isinstance(value, str):

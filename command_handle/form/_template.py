@@ -13,21 +13,34 @@ from ._defaults import DEFAULT_REGISTRY
 from ._errors import LimitError, TemplateSyntaxError
 from ._include import Includer, IncludeResolver
 from ._limits import Limits
-from ._nodes import Node, materialize
+from ._nodes import Constant, Node
 from ._registry import Registry
+from ._values import Fragment
 
 __all__ = ["Template", "compile_template", "evaluate", "load_template"]
+
+_VARIES = object()  # Template._constant of a template whose value depends on its input
 
 
 class Template:
     """A compiled Tool Form template. Compile once, evaluate many times; thread-safe."""
 
-    __slots__ = ("_root", "limits", "source")
+    __slots__ = ("_constant", "_root", "limits", "source")
 
     def __init__(self, root: Node, source: object, limits: Limits) -> None:
         self._root = root
         self.source = source
         self.limits = limits
+        # A template without expressions or directives whose value is a scalar
+        # (a command, a directory) is that value: no context to build per call.
+        self._constant: object = (
+            root.value if type(root) is Constant and not root.is_container else _VARIES
+        )
+
+    @property
+    def is_constant(self) -> bool:
+        """Whether the template is a scalar constant, the same value for any input."""
+        return self._constant is not _VARIES
 
     def evaluate(
         self,
@@ -50,11 +63,12 @@ class Template:
         values that extension directives read (``ctx.application``) and that
         ``args`` cannot reach, such as a handle's ``$credential`` and ``$context``.
         """
-        ctx = EvalContext(args, self.limits, application)
-        ctx.mark_data = provenance
-        ctx.option_values = option_values
+        if self._constant is not _VARIES:
+            return self._constant
+        ctx = EvalContext(args, self.limits, application, provenance, option_values)
         try:
-            return materialize(self._root.evaluate(ctx))
+            value = self._root.evaluate(ctx)
+            return value.materialize() if type(value) is Fragment else value
         except RecursionError:
             raise LimitError("evaluation nested too deeply") from None
 

@@ -259,6 +259,7 @@ class CommandHandle(BaseModel):
             written_command=self._written_command(),
             written_directory=self._written_directory(),
             written_environment=self._written_environment(),
+            command=_constant_string(templates["command"]),
         )
         return self
 
@@ -420,9 +421,7 @@ class CommandHandle(BaseModel):
         except OptionLikeError as exc:
             raise refusal_from_encoding(exc, args) from None
         except FormError as exc:
-            error = TemplateEvaluationError(exc.message, f"/{name}{exc.pointer}")
-            error.form_error = exc  # e.g. an ArgsError, with its token, index and code point
-            raise error from exc
+            raise _located(exc, name) from exc
 
     def render(
         self,
@@ -445,24 +444,40 @@ class CommandHandle(BaseModel):
         """
         policy = policy or Policy()
         args = {} if args is None else args
-        compiled = _compiled_of(self)
+        # Inside a loop of calls each function a render runs starts cold (the
+        # child's run evicted the caches), at a few microseconds each: the
+        # usual steps are written inline here rather than called.
+        compiled: _Compiled = self.__pydantic_private__["_compiled"]  # type: ignore[index]
         check_arguments(compiled.validator, args)
-        application = self._application(compiled, context, credential)
+        application = (
+            None
+            if context is None and credential is None and not compiled.credential_fields
+            else self._application(compiled, context, credential)
+        )
         templates = compiled.templates
-        command = self._render_command(templates, args, application)
+        command = compiled.command or self._render_command(templates, args, application)
         argv = self._render_arguments(templates, args, application)
-        self._check_program_choice(command, policy, compiled)
+        if not policy.allow_computed_command:
+            self._check_program_choice(command, policy, compiled)
         cwd = self._render_directory(templates, args, application, policy)
-        check_paths(self.paths, args, cwd, policy)
+        if self.paths:
+            check_paths(self.paths, args, cwd, policy)
         program = resolve_command(command, cwd, policy, shown=compiled.written_command)
         env = self._render_environment(compiled, args, application, policy)
         io = self.io or _DEFAULT_IO
-        stdin = self._render_stdin(templates, args, application, io)
+        stdin = (
+            self._render_stdin(templates, args, application, io)
+            if "io/stdin" in templates
+            else None
+        )
         problem = argv_problem([program, *argv], env)
         if problem is not None:
             raise ArgvTextError(problem, "/arguments", _token_index(problem))
-        timeout, max_output = self._limits(policy)
-        return Invocation(
+        timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
+        max_output = (
+            min(self.max_output, policy.max_output) if self.max_output else policy.max_output
+        )
+        return Invocation.build(
             argv=(program, *argv),
             argv0=command,
             env=env,
@@ -479,13 +494,16 @@ class CommandHandle(BaseModel):
             limits=policy.child_limits,
             cgroup=policy.cgroup_per_call,
             policy=policy,
-            masked_environment=self._masked(env, credential, compiled),
+            masked_environment=_NO_VALUES
+            if credential is None
+            else self._masked(env, credential, compiled),
             stdin_masked="io/stdin" in compiled.credential_fields,
             shown=None
             if credential is None
             else MaskedView(
                 partial(self._shown_fields, args, templates, context, credential, env, stdin, io)
             ),
+            bubblewrap=(),  # set by the executor for its sandbox
         )
 
     # The steps of render. Each takes what render already read (see _compiled_of).
@@ -524,22 +542,34 @@ class CommandHandle(BaseModel):
         application: Mapping[str, object] | None,
     ) -> list[str]:
         """The argv after the program, with the flag guard applied."""
-        allowed = allowed_values(self.options_allowed, args)
-        arguments = self._evaluate(templates, "arguments", args, allowed, application)
+        options_allowed = self.options_allowed
+        allowed = allowed_values(options_allowed, args) if options_allowed else _NO_VALUES
+        template = templates.get("arguments")  # self._evaluate, inline: see render
+        try:
+            arguments = (
+                UNDEFINED
+                if template is None
+                else template.evaluate(
+                    args, provenance=True, option_values=allowed, application=application
+                )
+            )
+        except OptionLikeError as exc:
+            raise refusal_from_encoding(exc, args) from None
+        except FormError as exc:
+            raise _located(exc, "arguments") from exc
         if arguments is UNDEFINED or arguments is None:
             return []
         if isinstance(arguments, str):
             argv = [arguments]  # one argument, never split
-        elif isinstance(arguments, list) and all(isinstance(a, str) for a in arguments):
+        elif isinstance(arguments, list):
             argv = arguments
+            for token in argv:  # a loop here, not a function: see render
+                if not isinstance(token, str):
+                    raise _not_tokens()
         else:
-            raise TemplateEvaluationError(
-                "arguments must evaluate to a string or an array of strings "
-                '(use {"$encode": "args", ...} to build tokens from other values)',
-                "/arguments",
-            )
+            raise _not_tokens()
         check_option_like(argv, allowed, args)
-        return [str(a) for a in argv]  # provenance marks end here
+        return list(map(str, argv))  # provenance marks end here
 
     def _render_directory(
         self,
@@ -549,7 +579,11 @@ class CommandHandle(BaseModel):
         policy: Policy,
     ) -> str:
         """The working directory: the template's, else the workspace, else the caller's."""
-        directory = self._evaluate(templates, "directory", args, None, application)
+        directory = (
+            self._evaluate(templates, "directory", args, None, application)
+            if "directory" in templates
+            else UNDEFINED
+        )
         if isinstance(directory, str):
             cwd = resolve_directory(directory)
             if self.directory_within is not None:
@@ -569,8 +603,10 @@ class CommandHandle(BaseModel):
         policy: Policy,
     ) -> dict[str, str]:
         """The child's whole environment: the template's variables and the policy's."""
-        environment = self._evaluate(
-            compiled.templates, "environment", args, frozenset(), application
+        environment = (
+            self._evaluate(compiled.templates, "environment", args, _NO_VALUES, application)
+            if "environment" in compiled.templates
+            else UNDEFINED
         )
         return resolve_environment(
             None if environment is UNDEFINED else environment,
@@ -606,14 +642,6 @@ class CommandHandle(BaseModel):
                 "io.stdin must evaluate to a string or binary value", "/io/stdin"
             )
         return None
-
-    def _limits(self, policy: Policy) -> tuple[float, int]:
-        """The timeout and output cap: the handle's, capped by the policy's."""
-        timeout = min(self.timeout, policy.timeout) if self.timeout else policy.timeout
-        max_output = (
-            min(self.max_output, policy.max_output) if self.max_output else policy.max_output
-        )
-        return timeout, max_output
 
     def _shown_fields(
         self,
@@ -668,7 +696,7 @@ class CommandHandle(BaseModel):
         """The variables whose values hold a credential: those whose template reads
         ``$credential``, and any whose value contains one of the credential's values."""
         if credential is None:
-            return frozenset()
+            return _NO_VALUES
         masked = set(self._credential_variables(env))
         secrets = secret_values(credential)
         masked |= {
@@ -806,6 +834,22 @@ def _compiled_of(handle: CommandHandle) -> _Compiled:
 
 
 _DEFAULT_IO = IoSpec()  # frozen: one shared default instead of a model built per call
+_NO_VALUES: frozenset[str] = frozenset()
+
+
+def _located(error: FormError, field: str) -> TemplateEvaluationError:
+    """A template's evaluation error, located at its field."""
+    located = TemplateEvaluationError(error.message, f"/{field}{error.pointer}")
+    located.form_error = error  # e.g. an ArgsError, with its token, index and code point
+    return located
+
+
+def _not_tokens() -> TemplateEvaluationError:
+    return TemplateEvaluationError(
+        "arguments must evaluate to a string or an array of strings "
+        '(use {"$encode": "args", ...} to build tokens from other values)',
+        "/arguments",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -818,6 +862,7 @@ class _Compiled:
     written_command: str | None  # the command, when no template builds it
     written_directory: bool  # the directory holds no template
     written_environment: frozenset[str]  # the variables whose values the handle writes
+    command: str | None  # the command's value when its template is a constant string
 
 
 MAX_VIOLATIONS = 20
@@ -861,11 +906,24 @@ def check_arguments(validator: Any, args: object) -> None:
     At most :data:`MAX_VIOLATIONS` are collected: a huge hostile argument
     object could otherwise cost a full validation pass and a message as large.
     """
-    deep = _deeper_than(args, MAX_ARGUMENT_DEPTH)
+    flat = type(args) is dict  # an object of scalars, the usual arguments, has no depth
+    if flat:
+        for child in args.values():  # type: ignore[attr-defined]
+            if isinstance(child, (dict, list)):
+                flat = False
+                break
+    deep = None if flat else _deeper_than(args, MAX_ARGUMENT_DEPTH)
     if deep is not None:
         raise ArgumentsError(
             [Violation(deep, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels", "depth")]
         )
+    quick = validator.quick if type(validator) is _jsonschema.ArgumentsValidator else None
+    if quick is not None:
+        try:
+            if quick(args):
+                return  # the quick check's certain yes: the usual case
+        except RecursionError:
+            pass  # jsonschema decides, and says why
     try:
         errors = validator.iter_errors(args)
         first = next(errors, None)
@@ -1083,6 +1141,14 @@ class _FieldError(CommandHandleError, ValueError):
     def __init__(self, message: str, pointer: str) -> None:
         super().__init__(message)
         self.pointer = pointer
+
+
+def _constant_string(template: Template) -> str | None:
+    """The value of a template that is a non-empty constant string, else None."""
+    if not template.is_constant:
+        return None
+    value = template.evaluate()
+    return value if isinstance(value, str) and value else None
 
 
 def _compile(value: object, pointer: str, field: str) -> Template:

@@ -57,10 +57,13 @@ def option_refusal(token: str, args: object, prefix: str) -> OptionArgumentError
 def check_option_like(argv: Sequence[str], allowed: frozenset[str], args: object) -> None:
     """Refuse a token from the arguments that would be read as an option (the
     policy's one flag guard; values of ``options_allowed`` parameters pass)."""
-    found = first_option_word(
-        (token, is_data(token) and not any(token.startswith(v) for v in allowed if v))
-        for token in argv
-    )
+    words = []
+    for token in argv:  # a loop, not a comprehension: one function fewer per call
+        from_data = is_data(token)
+        if from_data and allowed:
+            from_data = not any(token.startswith(v) for v in allowed if v)
+        words.append((token, from_data))
+    found = first_option_word(words)
     if found is not None:
         raise option_refusal(argv[found[0]], args, found[1])
 

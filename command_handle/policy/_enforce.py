@@ -12,6 +12,7 @@ is named by its field, not by its text. Nothing here spawns a process.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -40,7 +41,10 @@ def resolve_directory(directory: str | None, pointer: str = "/directory") -> str
     """Section 3.1: the directory exists, is a directory and is searchable."""
     if directory is None:
         return os.getcwd()  # 3.1: no directory field, run in the current directory
-    if not directory or _CONTROL.search(directory) or os_text_problem(directory):
+    # Printable ASCII (the usual path) has no control character, NUL or surrogate.
+    if not (directory.isascii() and directory.isprintable() and directory) and (
+        not directory or _CONTROL.search(directory) or os_text_problem(directory)
+    ):
         raise DirectoryError(
             "the directory must be a non-empty path without control characters or lone surrogates",
             pointer,
@@ -58,10 +62,14 @@ def _stat(path: str, what: str, error: type[HandleError], pointer: str) -> os.st
     """``os.stat`` with the refusal a caller can act on: missing, or unreadable."""
     try:
         return os.stat(path)
-    except FileNotFoundError:
-        raise error(f"{what} does not exist", pointer) from None
     except OSError as exc:
-        raise error(f"{what} cannot be examined: {exc.strerror}", pointer) from None
+        raise _stat_refusal(exc, what, error, pointer) from None
+
+
+def _stat_refusal(exc: OSError, what: str, error: type[HandleError], pointer: str) -> HandleError:
+    if isinstance(exc, FileNotFoundError):
+        return error(f"{what} does not exist", pointer)
+    return error(f"{what} cannot be examined: {exc.strerror}", pointer)
 
 
 def _what(shown: str | None) -> str:
@@ -76,19 +84,32 @@ def check_program(
     ``shown`` is the command as the handle author wrote it, quoted in messages;
     None when it may hold model data.
     """
-    what = _what(shown)
-    info = _stat(path, what, CommandError, pointer)
+    try:
+        info = os.stat(path)
+    except OSError as exc:  # the message is built only for a refusal
+        raise _stat_refusal(exc, _what(shown), CommandError, pointer) from None
+    return _check_program_file(path, info, policy, pointer, shown)
+
+
+def _check_program_file(
+    path: str, info: os.stat_result, policy: Policy, pointer: str, shown: str | None
+) -> str:
+    """:func:`check_program` on the ``os.stat`` of ``path`` just taken."""
     if not stat.S_ISREG(info.st_mode):
-        raise CommandError(f"{what} is not a regular file", pointer)
+        raise CommandError(f"{_what(shown)} is not a regular file", pointer)
     if not os.access(path, os.X_OK):
-        raise CommandError(f"{what} is not executable by this user", pointer)
-    if info.st_mode & (stat.S_ISUID | stat.S_ISGID) and not policy.allow_setuid:
+        raise CommandError(f"{_what(shown)} is not executable by this user", pointer)
+    if info.st_mode & _SET_ID and not policy.allow_setuid:
         raise CommandError(
-            f"{what} is set-user-ID or set-group-ID; the policy does not allow it", pointer
+            f"{_what(shown)} is set-user-ID or set-group-ID; the policy does not allow it",
+            pointer,
         )
-    if not policy.allows_program(path):
-        raise CommandError(f"the policy does not allow {what}", pointer)
+    if policy.allowed_commands is not None and not policy.allows_program(path):
+        raise CommandError(f"the policy does not allow {_what(shown)}", pointer)
     return path
+
+
+_SET_ID = stat.S_ISUID | stat.S_ISGID
 
 
 def resolve_command(
@@ -105,26 +126,60 @@ def resolve_command(
     path (absolute entries only: a relative PATH entry would make the lookup
     depend on the directory the handle chose).
     """
-    if not command or _CONTROL.search(command) or os_text_problem(command):
+    # Printable ASCII (the usual name) has no control character, NUL or surrogate.
+    if not (command.isascii() and command.isprintable() and command) and (
+        not command or _CONTROL.search(command) or os_text_problem(command)
+    ):
         raise CommandError(
             "the command must be a non-empty name without control characters or lone surrogates",
             pointer,
         )
     if "/" in command:
-        return check_program(os.path.normpath(os.path.join(cwd, command)), policy, pointer, shown)
-    for entry in policy.path_entries():
-        if not os.path.isabs(entry):
-            continue
-        candidate = os.path.join(entry, command)
+        path = command if command[0] == "/" else os.path.join(cwd, command)
+        # An absolute path without "//", "/." or a final "/" is already normal.
+        if path[0] != "/" or "//" in path or "/." in path or path.endswith("/"):
+            path = os.path.normpath(path)
+        try:  # check_program, inline: one function fewer on every call's path
+            info = os.stat(path)
+        except OSError as exc:
+            raise _stat_refusal(exc, _what(shown), CommandError, pointer) from None
+        return _check_program_file(path, info, policy, pointer, shown)
+    for prefix in _search_prefixes(policy):
+        candidate = prefix + command
         try:
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return check_program(candidate, policy, pointer, shown)
-        except OSError:
-            continue  # an unreadable PATH entry is skipped, like execvp does
+            info = os.stat(candidate)
+        except (OSError, ValueError):
+            continue  # absent, or an unreadable PATH entry: skipped, like execvp does
+        # The first regular file this user may execute is the program; its
+        # other checks (set-user-ID, the allowlist) refuse it rather than look on.
+        if stat.S_ISREG(info.st_mode) and os.access(candidate, os.X_OK):
+            return _check_program_file(candidate, info, policy, pointer, shown)
     raise CommandError(
         f"{_what(shown)} was not found in the search path "
         "(use an absolute path, or a path relative to the directory)",
         pointer,
+    )
+
+
+def _search_prefixes(policy: Policy) -> tuple[str, ...]:
+    """The absolute directories of the policy's search path, each ending in "/"."""
+    if policy.search_path is not None:
+        return _absolute_prefixes(policy.search_path)
+    return _host_prefixes(os.environ.get("PATH", os.defpath))
+
+
+@functools.lru_cache(maxsize=16)
+def _host_prefixes(path: str) -> tuple[str, ...]:
+    """The host PATH's, keyed on its text at call time (Policy.path_entries)."""
+    return _absolute_prefixes(tuple(entry for entry in path.split(os.pathsep) if entry))
+
+
+@functools.lru_cache(maxsize=16)
+def _absolute_prefixes(entries: tuple[str, ...]) -> tuple[str, ...]:
+    """Keyed on the search path itself (the Policy's, or the host PATH at call
+    time): a relative entry would make the lookup depend on the directory."""
+    return tuple(
+        entry if entry.endswith("/") else entry + "/" for entry in entries if os.path.isabs(entry)
     )
 
 
@@ -152,6 +207,8 @@ def check_variable_value(name: str, value: str, pointer: str) -> str:
 
 def inherited_environment(names: tuple[str, ...]) -> dict[str, str]:
     """The host variables named, where set."""
+    if not names:  # the default: a child inherits nothing
+        return {}
     return {name: os.environ[name] for name in names if name in os.environ}
 
 
@@ -181,7 +238,8 @@ def resolve_environment(
     :data:`OPTION_ENVIRONMENT` may not receive. Names computed from the model's
     arguments (marked data) are refused: a name must be written in the handle.
     """
-    env = inherited_environment(policy.inherit_environment)
+    names = policy.inherit_environment
+    env = inherited_environment(names) if names else {}
     if environment is None:
         return env
     if not isinstance(environment, dict):
@@ -209,10 +267,13 @@ def resolve_environment(
 def argv_problem(argv: list[str], env: dict[str, str]) -> str | None:
     """Why execve cannot take this argv: text with no byte form, or too large
     (E2BIG). Names the token as ``argv[N]`` (``argv[0]`` is the program)."""
-    for index, token in enumerate(argv[1:], 1):
-        problem = os_text_problem(token)
-        if problem:
-            return f"argv[{index}] {problem}"
+    for index in range(1, len(argv)):
+        token = argv[index]
+        # os_text_problem's own fast answer for the usual token, without the call.
+        if "\x00" in token or not token.isascii():
+            problem = os_text_problem(token)
+            if problem:
+                return f"argv[{index}] {problem}"
     too_big = exec_size_problem(argv, env)
     if too_big is not None:
         problem, position = too_big

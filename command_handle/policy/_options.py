@@ -21,6 +21,9 @@ __all__ = ["first_option_word", "option_prefix"]
 # UTCP's text for a missing optional argument (utcp-cli's MISSING_ARG_<name>);
 # published wrappers strip exactly that marker to drop a flag.
 _MISSING_MARKER = re.compile(r"MISSING_ARG_\w*")
+# The first characters of a word that can be read as an option: an option
+# character, or the marker's "M". Any other word (and "") is an operand.
+_MAY_BEGIN_OPTION = frozenset("-+@M")
 
 
 def option_prefix(text: str) -> str:
@@ -29,6 +32,8 @@ def option_prefix(text: str) -> str:
     judged by what follows it (with the marker, as the prefix): a wrapper that
     strips the marker would pass ``MISSING_ARG_flag--upload-pack=x`` on as an
     option."""
+    if text[:1] not in _MAY_BEGIN_OPTION:  # the usual word, answered without a match
+        return ""
     marker = _MISSING_MARKER.match(text)
     if marker is not None:
         rest = text[marker.end() :]
@@ -47,7 +52,7 @@ def first_option_word(words: Iterable[tuple[str, bool]]) -> tuple[int, str] | No
         if not from_data:
             after_end = after_end or text == "--"
             continue
-        if not after_end:
+        if not after_end and text[:1] in _MAY_BEGIN_OPTION:  # else option_prefix says ""
             prefix = option_prefix(text)
             if prefix:
                 return index, prefix
