@@ -293,7 +293,9 @@ async def run_invocation(
     if on_spawn is not None:
         on_spawn()
     try:
-        child = await launch_async(run.launch, invocation.no_new_privs, confined)
+        child = await launch_async(
+            run.launch, invocation.no_new_privs, confined, settle=on_chunk is None
+        )
     except OSError as exc:
         raise run.launch_failed(exc) from None
     except BaseException:
