@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import math
 import os
 import subprocess
 import time
@@ -264,7 +265,8 @@ async def _deliver_cancellation() -> None:
     if sniffio.current_async_library() == "trio":
         import trio
 
-        if trio.current_effective_deadline() <= trio.current_time():
+        deadline = trio.current_effective_deadline()
+        if deadline != math.inf and deadline <= trio.current_time():
             await trio.lowlevel.checkpoint()
         await trio.lowlevel.checkpoint_if_cancelled()
     else:

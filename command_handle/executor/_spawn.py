@@ -380,10 +380,11 @@ class Spawner:
     """Threads with ``no_new_privs`` set that run launches for any caller.
 
     A sync caller blocks on a lock the thread releases; an async caller is
-    woken through its own loop (``call_soon_threadsafe``, or the trio token).
-    One thread starts on first use; more start, up to ``size``, while every
-    one is busy, so concurrent callers do not queue behind one vfork. A thread
-    idle for 30 s ends (a sandbox profile used once leaves no thread behind).
+    woken through its own loop (``call_soon_threadsafe``, or a byte on a pipe
+    its trio task waits on). One thread starts on first use; more start, up
+    to ``size``, while every one is busy, so concurrent callers do not queue
+    behind one vfork. A thread idle for 30 s ends (a sandbox profile used once
+    leaves no thread behind).
     """
 
     def __init__(self, setup: Callable[[], None], size: int = 4) -> None:
@@ -741,7 +742,7 @@ def _settled(start: Callable[[], Child], chosen: Spawner) -> Callable[[], Child]
     A caller woken through an event loop pays a pass of the loop for every
     wake. Woken at once, it starts supervising while the child runs, and on one
     CPU each of the child's writes, closes and its exit then preempts the child
-    to wake the loop: four passes for ``/bin/echo``, where a blocking caller
+    to wake the loop: up to four passes for ``/bin/echo``, where a blocking caller
     pays a bare ``epoll_wait`` each. Waiting here, where a wait is a ``poll``,
     the caller is woken once, mostly with everything ready. A child that runs
     longer, or fills a pipe, is supervised as before after 2 ms
