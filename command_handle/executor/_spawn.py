@@ -584,7 +584,10 @@ class Spawner:
         except BaseException:  # Ctrl-C, or the coroutine is closed: the launch is undone
             job.abandon()
             raise  # the pipe is dropped: a wake may still be on its way
-        idle.append(pipe)
+        if len(idle) < _IDLE_WAKE_PIPES:
+            idle.append(pipe)
+        else:  # a burst of concurrent calls is over: keep as many as usual
+            pipe.close()
         return job.result()  # type: ignore[return-value]
 
 
@@ -632,6 +635,7 @@ class _IdleWakePipes:
             self.pipes.pop().close()
 
 
+_IDLE_WAKE_PIPES = 16  # kept per trio run, as many as Policy.max_concurrency's default
 _WAKE_PIPES_VAR: Any = None  # a trio RunVar, made with the first trio call
 _RUNS_WAKE_PIPES: weakref.WeakSet[_IdleWakePipes] = weakref.WeakSet()
 
