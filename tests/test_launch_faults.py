@@ -34,6 +34,7 @@ from .processes import (
     alive,
     children,
     descriptors_exhausted,
+    in_a_fork,
     open_fds,
     python_handle,
     unprivileged,
@@ -391,3 +392,123 @@ def test_a_sandbox_that_cannot_be_applied_in_a_plan(tmp_path: Path) -> None:
         trio.run(lambda: run_plan(prepared, env, lambda: None, confined))
     assert "could not be applied" in str(caught.value), str(caught.value)
     assert not marker.exists()
+
+
+# -- 7. a trio caller's launch, handed back on a pipe ---------------------------------
+
+
+def test_a_trio_caller_cancelled_while_its_launch_is_handed_back(tmp_path: Path) -> None:
+    """The deadline falls while the launch waits for a spawner thread: the event
+    loop goes on meanwhile, the call still receives its child, and the
+    cancellation, delivered once the child is supervised, kills its group.
+    The next call of the same run is woken on the same pipe, with no byte of
+    the first left on it."""
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs, size=1)
+    pidfile = tmp_path / "pid"
+    later = python_handle("print('later')").render()
+    ticks: list[float] = []
+    cancelled: list[float] = []
+    opened: list[float] = []
+
+    def open_gate(gate: threading.Event) -> None:
+        opened.append(time.monotonic())
+        gate.set()
+
+    async def main() -> tuple[bool, str | bytes | None]:
+        async with trio.open_nursery() as nursery:
+
+            async def tick() -> None:
+                while True:
+                    await trio.sleep(0.01)
+                    ticks.append(time.monotonic())
+
+            async def cancel_later(scope: trio.CancelScope) -> None:
+                await trio.sleep(0.1)
+                cancelled.append(time.monotonic())
+                scope.cancel()
+
+            nursery.start_soon(tick)
+            with trio.CancelScope() as scope:
+                nursery.start_soon(cancel_later, scope)
+                await run_invocation(sleeper(pidfile), confined=spawner)
+            nursery.cancel_scope.cancel()
+        again = await run_invocation(later, confined=spawner)
+        return scope.cancelled_caught, again.stdout
+
+    with nothing_left_behind(), spawner_busy(spawner) as gate:
+        threading.Timer(0.5, open_gate, (gate,)).start()
+        assert trio.run(main) == (True, "later\n")
+    waiting = [tick for tick in ticks if cancelled[0] < tick < opened[0]]
+    assert len(waiting) >= 5, "the event loop stood still while the launch was handed back"
+    kid = grandchild(pidfile)
+    assert kid is None or wait_dead([kid]) == []
+
+
+def test_ctrl_c_while_a_trio_call_waits_for_its_launch(tmp_path: Path) -> None:
+    """Ctrl-C reaches a trio caller whose launch is still queued: the launch
+    runs, its child is killed and reaped before KeyboardInterrupt reaches the
+    caller, and the spawner goes on launching."""
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs, size=1)
+    pidfile = tmp_path / "pid"
+    interrupted = False
+    with spawner_busy(spawner) as gate:
+        threading.Timer(0.6, gate.set).start()
+        interrupt_main_thread_after(0.2)
+        try:
+            trio.run(run_invocation, sleeper(pidfile), None, None, spawner)
+        except KeyboardInterrupt:
+            interrupted = True
+    assert interrupted
+    assert children() == []  # killed and reaped before the exception was raised
+    kid = grandchild(pidfile)
+    assert kid is None or wait_dead([kid]) == []
+    later = python_handle("print('later')").render()
+    assert run_invocation_sync(later, confined=spawner).stdout == "later\n"
+    gc.collect()  # the interrupted call's pipe, once no job can write to it
+
+
+def test_a_trio_run_reuses_its_wake_pipes_and_closes_them_at_its_end() -> None:
+    """Calls of one trio run reuse its wake pipes: round after round of 4
+    concurrent and 5 sequential calls, the run holds no more than 4 of them;
+    after a burst of 40 calls at once it keeps no more than 16; and none is
+    open once the run is over."""
+    executor = Executor(Policy(max_concurrency=40))
+    echo = python_handle("print('hi')")
+    gc.collect()  # what earlier tests dropped is closed before counting
+
+    async def main() -> tuple[list[int], int]:
+        before = open_fds()  # the run's own descriptors are open by now
+        held: list[int] = []
+        for _ in range(5):
+            async with trio.open_nursery() as nursery:
+                for _ in range(4):
+                    nursery.start_soon(executor.call, echo)
+            for _ in range(5):
+                assert (await executor.call(echo)).stdout == "hi\n"
+            held.append(len(open_fds() - before))
+        async with trio.open_nursery() as nursery:
+            for _ in range(40):
+                nursery.start_soon(executor.call, echo)
+        return held, len(open_fds() - before)
+
+    with nothing_left_behind():
+        held, kept = trio.run(main)
+    assert max(held) <= 2 * 4, held
+    assert kept <= 2 * 16, kept
+
+
+def test_a_fork_inside_a_trio_run_does_not_share_its_wake_pipes() -> None:
+    """A process forked by a trio task closes its copies of the run's wake pipes
+    (a byte a spawner thread writes for the parent must not wake the child)."""
+    executor = Executor()
+    echo = python_handle("print('hi')")
+
+    async def main() -> dict[str, Any]:
+        before = open_fds()
+        await executor.call(echo)
+        kept = sorted(open_fds() - before)
+        assert kept, "the run keeps no wake pipe"
+        return in_a_fork(lambda: {"kept": kept, "open": sorted(open_fds() & set(kept))})
+
+    seen = trio.run(main)
+    assert seen["open"] == [], seen

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import math
 import os
 import subprocess
 import time
@@ -264,7 +265,8 @@ async def _deliver_cancellation() -> None:
     if sniffio.current_async_library() == "trio":
         import trio
 
-        if trio.current_effective_deadline() <= trio.current_time():
+        deadline = trio.current_effective_deadline()
+        if deadline != math.inf and deadline <= trio.current_time():
             await trio.lowlevel.checkpoint()
         await trio.lowlevel.checkpoint_if_cancelled()
     else:
@@ -293,7 +295,9 @@ async def run_invocation(
     if on_spawn is not None:
         on_spawn()
     try:
-        child = await launch_async(run.launch, invocation.no_new_privs, confined)
+        child = await launch_async(
+            run.launch, invocation.no_new_privs, confined, settle=on_chunk is None
+        )
     except OSError as exc:
         raise run.launch_failed(exc) from None
     except BaseException:

@@ -380,10 +380,11 @@ class Spawner:
     """Threads with ``no_new_privs`` set that run launches for any caller.
 
     A sync caller blocks on a lock the thread releases; an async caller is
-    woken through its own loop (``call_soon_threadsafe``, or the trio token).
-    One thread starts on first use; more start, up to ``size``, while every
-    one is busy, so concurrent callers do not queue behind one vfork. A thread
-    idle for 30 s ends (a sandbox profile used once leaves no thread behind).
+    woken through its own loop (``call_soon_threadsafe``, or a byte on a pipe
+    its trio task waits on). One thread starts on first use; more start, up
+    to ``size``, while every one is busy, so concurrent callers do not queue
+    behind one vfork. A thread idle for 30 s ends (a sandbox profile used once
+    leaves no thread behind).
     """
 
     def __init__(self, setup: Callable[[], None], size: int = 4) -> None:
@@ -522,54 +523,161 @@ class Spawner:
         thread tries to wake it has the spawner thread do that.
         """
         if sniffio.current_async_library() == "trio":
-            import trio
+            return await self._call_trio(function, undo)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
 
-            task = trio.lowlevel.current_task()
-            token = trio.lowlevel.current_trio_token()
-            job = _Job(function, lambda: token.run_sync_soon(trio.lowlevel.reschedule, task), undo)
-            self._submit(job)
-            try:
-                if job.park():
-                    # Abort.FAILED: a cancellation waits for the launch, and is delivered
-                    # at the caller's next checkpoint, once the child is supervised.
-                    await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
-            except BaseException:
-                job.abandon()
-                raise
-        else:
-            loop = asyncio.get_running_loop()
-            future: asyncio.Future[None] = loop.create_future()
+        def resolve() -> None:
+            if not future.done():
+                future.set_result(None)
 
-            def resolve() -> None:
-                if not future.done():
-                    future.set_result(None)
+        def wake() -> None:
+            loop.call_soon_threadsafe(resolve)
 
-            def wake() -> None:
-                loop.call_soon_threadsafe(resolve)
-
-            job = _Job(function, wake, undo)
-            self._submit(job)
-            cancelled: asyncio.CancelledError | None = None
-            try:
-                if job.park():
-                    while not future.done():
-                        try:
-                            await asyncio.shield(future)
-                        except asyncio.CancelledError as exc:
-                            cancelled = exc  # the launch finishes first; the child is ours
-            except BaseException:  # the coroutine is closed: it will never get the child
-                job.abandon()
-                raise
-            current = asyncio.current_task()
-            if cancelled is not None and current is not None:
-                # Delivered at the caller's next await, once the child is supervised,
-                # so the cancellation kills it instead of orphaning it. The same
-                # request again, with its message, not one more: a cancel scope
-                # (anyio's, asyncio.timeout) counts the requests it made and lets
-                # the CancelledError through when the task has more.
-                current.uncancel()
-                current.cancel(cancelled.args[0] if cancelled.args else None)
+        job = _Job(function, wake, undo)
+        self._submit(job)
+        cancelled: asyncio.CancelledError | None = None
+        try:
+            if job.park():
+                while not future.done():
+                    try:
+                        await asyncio.shield(future)
+                    except asyncio.CancelledError as exc:
+                        cancelled = exc  # the launch finishes first; the child is ours
+        except BaseException:  # the coroutine is closed: it will never get the child
+            job.abandon()
+            raise
+        current = asyncio.current_task()
+        if cancelled is not None and current is not None:
+            # Delivered at the caller's next await, once the child is supervised,
+            # so the cancellation kills it instead of orphaning it. The same
+            # request again, with its message, not one more: a cancel scope
+            # (anyio's, asyncio.timeout) counts the requests it made and lets
+            # the CancelledError through when the task has more.
+            current.uncancel()
+            current.cancel(cancelled.args[0] if cancelled.args else None)
         return job.result()  # type: ignore[return-value]
+
+    async def _call_trio(self, function: Callable[[], T], undo: Callable[[T], None] | None) -> T:
+        """:meth:`call_async` under trio. The spawner thread wakes the task with
+        a byte on a pipe the task waits on, not through the trio token: a
+        token's wake runs trio's entry-queue task first (two passes of the
+        scheduler instead of one), under a lock the spawner thread holds with
+        the GIL (docs/decisions.md)."""
+        import trio
+
+        idle = _idle_wake_pipes()
+        pipe = idle.pop() if idle else _WakePipe()
+        job = _Job(function, pipe.wake, undo)
+        self._submit(job)
+        try:
+            if job.park():
+                try:
+                    await trio.lowlevel.wait_readable(pipe.read_end)
+                except trio.Cancelled:
+                    # The launch finishes first; the cancellation stays pending and
+                    # is delivered at the caller's next checkpoint, once the child
+                    # is supervised, so it kills the child instead of orphaning it.
+                    with trio.CancelScope(shield=True):
+                        await trio.lowlevel.wait_readable(pipe.read_end)
+                pipe.take()
+        except BaseException:  # Ctrl-C, or the coroutine is closed: the launch is undone
+            job.abandon()
+            raise  # the pipe is dropped: a wake may still be on its way
+        if len(idle) < _IDLE_WAKE_PIPES:
+            idle.append(pipe)
+        else:  # a burst of concurrent calls is over: keep as many as usual
+            pipe.close()
+        return job.result()  # type: ignore[return-value]
+
+
+class _WakePipe:
+    """A pipe on which a spawner thread wakes one trio task. Kept for the next
+    call of the same trio run (a new one costs three system calls, and trio
+    registering it afresh two more); closed when the run ends, or when
+    collected once no job can write to it any more."""
+
+    __slots__ = ("read_end", "write_end")
+
+    def __init__(self) -> None:
+        self.read_end, self.write_end = os.pipe()  # close-on-exec
+
+    def wake(self) -> None:
+        # Releases the GIL before the woken thread runs (see Spawner).
+        os.write(self.write_end, b"\0")
+
+    def take(self) -> None:
+        os.read(self.read_end, 1)
+
+    def close(self, close: Callable[[int], None] = os.close) -> None:
+        # ``close`` is bound at definition: see Spawner._close_wake_pipe.
+        fds, self.read_end, self.write_end = (self.read_end, self.write_end), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                try:  # noqa: SIM105 (contextlib may be gone at exit)
+                    close(fd)
+                except OSError:
+                    pass
+
+    __del__ = close
+
+
+class _IdleWakePipes:
+    """The idle wake pipes of one trio run."""
+
+    __slots__ = ("__weakref__", "pipes")
+
+    def __init__(self) -> None:
+        self.pipes: list[_WakePipe] = []
+
+    def close(self) -> None:
+        while self.pipes:
+            self.pipes.pop().close()
+
+
+_IDLE_WAKE_PIPES = 16  # kept per trio run, as many as Policy.max_concurrency's default
+_WAKE_PIPES_VAR: Any = None  # a trio RunVar, made with the first trio call
+_RUNS_WAKE_PIPES: weakref.WeakSet[_IdleWakePipes] = weakref.WeakSet()
+
+
+def _idle_wake_pipes() -> list[_WakePipe]:
+    """This trio run's idle wake pipes; a system task closes them as the run ends."""
+    global _WAKE_PIPES_VAR
+    import trio
+
+    if _WAKE_PIPES_VAR is None:
+        _WAKE_PIPES_VAR = trio.lowlevel.RunVar("command_handle_wake_pipes")
+    try:
+        idle: _IdleWakePipes = _WAKE_PIPES_VAR.get()
+        return idle.pipes
+    except LookupError:
+        pass
+    idle = _IdleWakePipes()
+    try:
+        trio.lowlevel.spawn_system_task(_close_at_the_end, idle)
+    except RuntimeError:  # the run is ending: a pipe for this call alone
+        return []
+    _WAKE_PIPES_VAR.set(idle)
+    _RUNS_WAKE_PIPES.add(idle)
+    return idle.pipes
+
+
+async def _close_at_the_end(idle: _IdleWakePipes) -> None:
+    import trio
+
+    try:
+        await trio.sleep_forever()
+    finally:
+        idle.close()
+
+
+def _forget_wake_pipes() -> None:
+    """A forked child must not share its parent's pipes: its copies are closed."""
+    for idle in list(_RUNS_WAKE_PIPES):
+        idle.close()
+
+
+os.register_at_fork(after_in_child=_forget_wake_pipes)
 
 
 def _no_privileges() -> None:
@@ -612,11 +720,50 @@ def launch_sync(
 
 
 async def launch_async(
-    start: Callable[[], Child], no_new_privs: bool, confined: Spawner | None = None
+    start: Callable[[], Child],
+    no_new_privs: bool,
+    confined: Spawner | None = None,
+    settle: bool = False,
 ) -> Child:
-    """The same under trio or asyncio."""
+    """The same under trio or asyncio. With ``settle`` (a call whose output
+    nobody streams), the default spawner thread waits up to 2 ms for the child
+    to exit before it wakes the caller (see :func:`_settled`)."""
     chosen = _chosen(no_new_privs, confined)
-    return await chosen.call_async(start, Child.finish) if chosen is not None else start()
+    if chosen is None:
+        return start()
+    if settle and confined is None:
+        start = _settled(start, chosen)
+    return await chosen.call_async(start, Child.finish)
+
+
+_SETTLE_MS = 2
+
+
+def _settled(start: Callable[[], Child], chosen: Spawner) -> Callable[[], Child]:
+    """``start``, then a wait of up to 2 ms for the child's exit, on the spawner
+    thread, unless another launch is queued behind it there.
+
+    A caller woken through an event loop pays a pass of the loop for every
+    wake. Woken at once, it starts supervising while the child runs, and on one
+    CPU each of the child's writes, closes and its exit then preempts the child
+    to wake the loop: up to four passes for ``/bin/echo``, where a blocking caller
+    pays a bare ``epoll_wait`` each. Waiting here, where a wait is a ``poll``,
+    the caller is woken once, mostly with everything ready. A child that runs
+    longer, or fills a pipe, is supervised as before after 2 ms
+    (docs/decisions.md)."""
+
+    def start_and_settle() -> Child:
+        child = start()
+        if chosen._jobs.empty():  # nobody waits for this thread
+            try:
+                poller = select.poll()
+                poller.register(child.exit_fd, select.POLLIN)
+                poller.poll(_SETTLE_MS)
+            except OSError:  # the supervisor sees the child as it is
+                pass
+        return child
+
+    return start_and_settle
 
 
 # -- orphans, when this process is PID 1 or a child subreaper ------------------------
