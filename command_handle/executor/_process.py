@@ -209,7 +209,9 @@ class _HandleRun:
             self.close_all()
             raise
 
-    def supervise(self, child: Child, stream: bool) -> Generator[Request, Events, Outcome]:
+    def supervise(
+        self, child: Child, stream: bool, block: bool = False
+    ) -> Generator[Request, Events, Outcome]:
         _close(self.theirs)
         inv = self.invocation
         return supervise(
@@ -220,6 +222,7 @@ class _HandleRun:
             timeout=inv.timeout,
             grace=inv.kill_grace,
             stream=stream,
+            block=block,
         )
 
     def result(self, outcome: Outcome) -> CommandResult:
@@ -330,6 +333,7 @@ def run_invocation_sync(
     if on_started is not None:
         run.tell_started(child, on_started)
     try:
-        return run.result(drive_sync(run.supervise(child, on_chunk is not None), on_chunk))
+        supervisor = run.supervise(child, on_chunk is not None, block=True)
+        return run.result(drive_sync(supervisor, on_chunk))
     except KilledAtLaunch as exc:
         raise launch_error(exc, invocation.cwd, "/directory") from None

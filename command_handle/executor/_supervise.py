@@ -207,12 +207,18 @@ def supervise(
     timeout: float | None,
     grace: float,
     stream: bool = False,
+    block: bool = False,
 ) -> Generator[Request, Events, Outcome]:
     """Run ``child`` to its end; own and close ``outputs``' and ``stdin_fd``'s descriptors.
 
     ``timeout`` (seconds, None for none) starts the kill sequence; after the
     child exits, its pipes get ``grace`` seconds to reach end-of-file (a
     descendant that left the group may hold them), then reading stops.
+
+    With ``block`` (a driver that would block in the poll anyway), the waits
+    are made here and never yielded; an exception raised in one (Ctrl-C, a
+    signal handler's) starts the kill sequence, and is raised once the child
+    is reaped; a second one ends the wait with SIGKILL to the group at once.
 
     One function with its state in locals: every call runs this loop, on a
     cache the child's exec has just evicted, and each helper, object and
@@ -226,17 +232,28 @@ def supervise(
     monotonic = time.monotonic
     read = os.read
     kill = _KillSequence(child, timeout, grace, monotonic())
+    interrupted: BaseException | None = None
     try:
         while True:
             now = monotonic()
             limit = kill.limit
             if limit is not None and now >= limit and kill.expired(now):
                 break
-            # Polled before any wait, also right after the launch: on one CPU the
-            # child has often run to its end while the launch was handed back,
+            if block:
+                limit = kill.limit  # moved if the deadline just passed
+                try:
+                    events = poller.poll(-1 if limit is None else max(0.0, limit - now))
+                except BaseException as exc:
+                    if interrupted is not None:
+                        raise  # a second one: ``finally`` kills the group and reaps
+                    interrupted = exc
+                    stream = False
+                    kill.abort()
+                    continue
+            # Else polled before any wait, also right after the launch: on one CPU
+            # the child has often run to its end while the launch was handed back,
             # and a wait through an event loop costs far more than this poll.
-            events = poller.poll(0)
-            if not events:
+            elif not (events := poller.poll(0)):
                 limit = kill.limit
                 try:
                     polled = yield Wait(poller, None if limit is None else limit - now)
@@ -283,6 +300,8 @@ def supervise(
         for fd in readers:
             _close(fd)
         child.finish()  # left early (an error in a consumer): no orphan either
+    if interrupted is not None:
+        raise interrupted
     code = child.returncode
     assert code is not None
     return Outcome(code, kill.timed_out, kill.aborted)
