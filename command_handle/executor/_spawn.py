@@ -187,6 +187,12 @@ class Child:
             adopt_orphans(self.pid)
 
 
+# Streams posix_spawn's dup2 cannot give as they are (a descriptor of ours below 3
+# would be overwritten by another dup2; PIPE and STDOUT are Popen's); the rest is
+# None, DEVNULL or a descriptor from 3 up.
+_ON_OUR_STREAMS = frozenset({0, 1, 2, subprocess.PIPE, subprocess.STDOUT})
+
+
 def launch(
     argv: Sequence[str],
     *,
@@ -217,7 +223,7 @@ def launch(
         cgroup is None
         and not terminal
         and _posix_spawn.available()
-        and all(fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in streams)
+        and _ON_OUR_STREAMS.isdisjoint(streams)
     ):
         child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams), watch=False)
     else:
