@@ -29,7 +29,9 @@ under trio and all launching ``/bin/echo hi`` with glibc's posix_spawn:
 7. ``Executor.call``: validation and evaluation (render) before all of it;
 8. the same with the ``no_new_privs`` spawner thread (the default; rungs 4 to
    7 launch in the caller's thread, as ``Policy.allow_setuid`` does);
-9. ``Executor.call_sync`` (the default), blocking, for comparison.
+9. ``Executor.call_sync`` (the default), blocking, for comparison;
+10. ``Executor.run_sync`` (the default) of the rendered invocation: the
+    blocking run path without render, which every sync caller shares.
 
 Every block of 20 calls of a rung is timed right after a block of each floor
 and divided by it, so that the drift of a shared machine cancels; the figures
@@ -170,6 +172,13 @@ async def executor_call_sync() -> None:
     DEFAULT.call_sync(HANDLE, ARGS)
 
 
+DEFAULT_INVOCATION = HANDLE.render(ARGS, DEFAULT.policy)
+
+
+async def executor_run_sync() -> None:
+    DEFAULT.run_sync(DEFAULT_INVOCATION)
+
+
 RUNGS: list[tuple[str, Callable[[], Awaitable[None]]]] = [
     ("1 spawn, pidfd wait, read after exit", pidfd_only),
     ("2 + pipes watched while it runs", pipes_watched),
@@ -180,6 +189,7 @@ RUNGS: list[tuple[str, Callable[[], Awaitable[None]]]] = [
     ("7 Executor.call (render first)", executor_call),
     ("8 Executor.call, no_new_privs thread", executor_call_no_new_privs),
     ("9 Executor.call_sync (blocking)", executor_call_sync),
+    ("10 Executor.run_sync (no render)", executor_run_sync),
 ]
 
 

@@ -512,3 +512,41 @@ def test_a_fork_inside_a_trio_run_does_not_share_its_wake_pipes() -> None:
 
     seen = trio.run(main)
     assert seen["open"] == [], seen
+# A child that ignores SIGTERM, then says it is ready by creating the file named
+# by its first argument.
+STUBBORN = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "open(sys.argv[1], 'w').close()\n"
+    "time.sleep(300)\n"
+)
+
+
+def test_a_second_ctrl_c_during_the_kill_sequence_kills_the_child_at_once(
+    tmp_path: Path,
+) -> None:
+    """The first Ctrl-C sends SIGTERM to the group and waits out the grace; a
+    child that ignores SIGTERM is killed by a second Ctrl-C at once, and
+    reaped, before KeyboardInterrupt reaches the caller."""
+    ready = tmp_path / "ready"
+    policy = Policy(kill_grace=120)
+    handle = python_handle(STUBBORN, arguments=["-c", escape(STUBBORN), str(ready)], io=QUIET)
+    invocation = handle.render(None, policy)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt_twice() -> None:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        signal.pthread_kill(main, signal.SIGINT)  # SIGTERM, ignored
+        time.sleep(1)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    with nothing_left_behind():
+        threading.Thread(target=interrupt_twice, daemon=True).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            Executor(policy).run_sync(invocation)
+        assert children() == []  # reaped before the exception was raised
+        assert time.monotonic() - started < 60, "the second Ctrl-C waited out the grace"

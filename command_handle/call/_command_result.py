@@ -86,6 +86,51 @@ class CommandResult:
         parts.append(f"duration_s={self.duration_s:.3f}")
         return f"CommandResult({', '.join(parts)})"
 
+    @classmethod
+    def of_run(
+        cls,
+        *,
+        argv: tuple[str, ...],
+        exit_code: int | None,
+        signal: int | None,
+        stdout: str | bytes | None,
+        stderr: str | bytes | None,
+        timed_out: bool,
+        stdout_truncated: bool,
+        stderr_truncated: bool,
+        duration_s: float,
+        stdout_replaced: bool,
+        stderr_replaced: bool,
+        stdout_bytes: int,
+        stderr_bytes: int,
+        stdout_tail: str | bytes | None,
+        stderr_tail: str | bytes | None,
+    ) -> CommandResult:
+        """The result of a run, every field given (``view`` None): what the
+        constructor makes, a third of its cost. A frozen dataclass sets each
+        field through ``object.__setattr__``; this fills the instance's
+        dictionary at once, on every call (docs/decisions.md)."""
+        result = object.__new__(cls)
+        result.__dict__.update(
+            argv=argv,
+            exit_code=exit_code,
+            signal=signal,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=timed_out,
+            stdout_truncated=stdout_truncated,
+            stderr_truncated=stderr_truncated,
+            duration_s=duration_s,
+            stdout_replaced=stdout_replaced,
+            stderr_replaced=stderr_replaced,
+            view=None,
+            stdout_bytes=stdout_bytes,
+            stderr_bytes=stderr_bytes,
+            stdout_tail=stdout_tail,
+            stderr_tail=stderr_tail,
+        )
+        return result
+
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out

@@ -210,7 +210,9 @@ class _HandleRun:
             self.close_all()
             raise
 
-    def supervise(self, child: Child, stream: bool) -> Generator[Request, Events, Outcome]:
+    def supervise(
+        self, child: Child, stream: bool, block: bool = False
+    ) -> Generator[Request, Events, Outcome]:
         _close(self.theirs)
         inv = self.invocation
         return supervise(
@@ -221,36 +223,37 @@ class _HandleRun:
             timeout=inv.timeout,
             grace=inv.kill_grace,
             stream=stream,
+            block=block,
         )
 
     def result(self, outcome: Outcome) -> CommandResult:
         inv = self.invocation
-        streams: dict[str, tuple[str | bytes | None, bool, bool]] = {}
-        for name in ("stdout", "stderr"):
-            capture = self.captures.get(name)
-            if capture is None:
-                streams[name] = (None, False, False)
-            else:
-                text, replaced = capture.decode(inv.encoding)
-                streams[name] = (text, replaced, capture.truncated)
+        encoding = inv.encoding
+        out = self.captures.get("stdout")
+        err = self.captures.get("stderr")
+        stdout = stderr = None
+        out_replaced = err_replaced = False
+        if out is not None:
+            stdout, out_replaced = out.decode(encoding)
+        if err is not None:
+            stderr, err_replaced = err.decode(encoding)
         code = outcome.returncode
-        out, err = self.captures.get("stdout"), self.captures.get("stderr")
-        return CommandResult(
+        return CommandResult.of_run(
             argv=inv.argv,
             exit_code=code if code >= 0 else None,
             signal=-code if code < 0 else None,
-            stdout=streams["stdout"][0],
-            stderr=streams["stderr"][0],
+            stdout=stdout,
+            stderr=stderr,
             timed_out=outcome.timed_out,
-            stdout_truncated=streams["stdout"][2],
-            stderr_truncated=streams["stderr"][2],
+            stdout_truncated=out is not None and out.truncated,
+            stderr_truncated=err is not None and err.truncated,
             duration_s=time.monotonic() - self.started,
-            stdout_replaced=streams["stdout"][1],
-            stderr_replaced=streams["stderr"][1],
-            stdout_bytes=out.total if out else 0,
-            stderr_bytes=err.total if err else 0,
-            stdout_tail=out.decode_tail(inv.encoding) if out else None,
-            stderr_tail=err.decode_tail(inv.encoding) if err else None,
+            stdout_replaced=out_replaced,
+            stderr_replaced=err_replaced,
+            stdout_bytes=out.total if out is not None else 0,
+            stderr_bytes=err.total if err is not None else 0,
+            stdout_tail=out.decode_tail(encoding) if out is not None and out.truncated else None,
+            stderr_tail=err.decode_tail(encoding) if err is not None and err.truncated else None,
         )
 
 
@@ -334,6 +337,7 @@ def run_invocation_sync(
     if on_started is not None:
         run.tell_started(child, on_started)
     try:
-        return run.result(drive_sync(run.supervise(child, on_chunk is not None), on_chunk))
+        supervisor = run.supervise(child, on_chunk is not None, block=True)
+        return run.result(drive_sync(supervisor, on_chunk))
     except KilledAtLaunch as exc:
         raise launch_error(exc, invocation.cwd, "/directory") from None

@@ -83,7 +83,16 @@ class Child:
     started it (then Popen does the reaping, so it never reaps a pid twice).
     ``watch=False`` leaves the descriptor to :meth:`watch`."""
 
-    __slots__ = ("_lock", "_notify_write", "_returncode", "cgroup", "exit_fd", "pid", "popen")
+    __slots__ = (
+        "_lock",
+        "_notify_write",
+        "_returncode",
+        "cgroup",
+        "exit_fd",
+        "group_gone",
+        "pid",
+        "popen",
+    )
 
     def __init__(
         self, pid: int, popen: subprocess.Popen[bytes] | None = None, watch: bool = True
@@ -95,6 +104,7 @@ class Child:
         self._lock = threading.Lock()
         self._notify_write = -1
         self.exit_fd = -1
+        self.group_gone = False  # its group was found empty once it was reaped
         if watch:
             self.watch()
 
@@ -143,7 +153,15 @@ class Child:
             pass
 
     def kill_group(self) -> None:
-        self.signal_group(signal.SIGKILL)
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            # No member left once the leader was reaped: none can be reparented
+            # to us, and no process can join a group that no longer exists.
+            if self.returncode is not None:
+                self.group_gone = True
+        except PermissionError:  # a member we may not signal (a set-user-ID program)
+            pass
 
     def close(self) -> None:
         """Close ``exit_fd`` (once: a second close could hit a reused number)."""
@@ -165,7 +183,14 @@ class Child:
         self.close()
         if self.cgroup is not None:  # also what left the process group
             self.cgroup.kill()
-        adopt_orphans(self.pid)
+        if not self.group_gone:  # else nothing of its group can be our child
+            adopt_orphans(self.pid)
+
+
+# Streams posix_spawn's dup2 cannot give as they are (a descriptor of ours below 3
+# would be overwritten by another dup2; PIPE and STDOUT are Popen's); the rest is
+# None, DEVNULL or a descriptor from 3 up.
+_ON_OUR_STREAMS = frozenset({0, 1, 2, subprocess.PIPE, subprocess.STDOUT})
 
 
 def launch(
@@ -198,7 +223,7 @@ def launch(
         cgroup is None
         and not terminal
         and _posix_spawn.available()
-        and all(fd is None or fd == subprocess.DEVNULL or fd >= 3 for fd in streams)
+        and _ON_OUR_STREAMS.isdisjoint(streams)
     ):
         child = Child(_posix_spawn.spawn(argv, executable, env, cwd, streams), watch=False)
     else:

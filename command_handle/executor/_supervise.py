@@ -89,37 +89,31 @@ class _KillSequence:
     """The call's deadline and what its passing does: the timeout's SIGTERM to
     the group, SIGKILL after the grace; once the child has exited (and whatever
     it left in its group was killed), the end of reading when its pipes have
-    had the grace to reach end-of-file."""
+    had the grace to reach end-of-file. ``limit`` is the next deadline (None:
+    none); the supervisor compares it with the clock itself, and calls
+    :meth:`expired` only once it has passed."""
 
     __slots__ = ("aborted", "child", "exited_at", "grace", "limit", "terminating", "timed_out")
 
-    def __init__(self, child: Child, timeout: float | None, grace: float) -> None:
+    def __init__(self, child: Child, timeout: float | None, grace: float, now: float) -> None:
         self.child = child
         self.grace = grace
-        self.limit = None if timeout is None else time.monotonic() + timeout
+        self.limit = None if timeout is None else now + timeout
         self.terminating = self.timed_out = self.aborted = False
         self.exited_at: float | None = None
 
-    def running(self, now: float, readers: dict[int, Output]) -> bool:
-        """Act on the deadline if it has passed; False once supervision is over
-        (the child has exited and ``readers``, its open pipes, are read)."""
-        limit = self.limit
-        if limit is not None and now >= limit:
-            if self.exited_at is not None:
-                return False  # a descendant outside the group holds a pipe: stop reading
-            self._escalate(now)
-        return self.exited_at is None or bool(readers)
-
-    def remaining(self, now: float) -> float | None:
-        return None if self.limit is None else self.limit - now
-
-    def _escalate(self, now: float) -> None:
+    def expired(self, now: float) -> bool:
+        """The deadline has passed: act on it. True when supervision is over
+        (the child exited, and a descendant outside its group holds a pipe)."""
+        if self.exited_at is not None:
+            return True  # stop reading
         if self.terminating:
             self.child.kill_group()
             self.limit = None  # SIGKILL cannot be ignored: wait for the exit
         else:
             self.timed_out = True
             self._terminate(now)
+        return False
 
     def _terminate(self, now: float) -> None:
         """SIGTERM to the group; SIGKILL follows after the grace."""
@@ -146,125 +140,62 @@ class _KillSequence:
         self.limit = self.exited_at + self.grace
 
 
-class _Pipes:
-    """The child's pipes in one epoll set with its exit descriptor: each output
-    read into its capture (and delivered to a streaming caller), stdin fed
-    from memory. Owns and closes every descriptor it holds."""
-
-    __slots__ = ("pending", "poller", "readers", "stdin_fd", "stream")
-
-    def __init__(
-        self,
-        poller: select.epoll,
-        outputs: Sequence[Output],
-        stdin_fd: int,
-        stdin_data: bytes,
-        stream: bool,
-    ) -> None:
-        self.poller = poller
-        self.readers = {out.fd: out for out in outputs}
-        self.stdin_fd = stdin_fd  # -1 once there is nothing (more) to feed
-        self.pending = memoryview(stdin_data)
-        self.stream = stream
-
-    def register(self, exit_fd: int) -> None:
-        poller = self.poller
+def _watch(
+    child: Child, readers: dict[int, Output], stdin_fd: int, stdin_data: bytes
+) -> tuple[select.epoll, int]:
+    """The child's exit descriptor and pipes in a new epoll set, and the stdin
+    descriptor left to feed (-1: none; an empty stdin is closed at once).
+    When the system refuses (no descriptor left), nothing of the child is
+    left: it is killed, every descriptor closed, and :class:`KilledAtLaunch`
+    raised."""
+    poller = None
+    try:
+        poller = select.epoll()
         # One-shot: reported once, then disabled, with no unregister to make.
-        poller.register(exit_fd, select.EPOLLIN | select.EPOLLONESHOT)
-        for fd in self.readers:
+        poller.register(child.exit_fd, select.EPOLLIN | select.EPOLLONESHOT)
+        for fd in readers:
             # Left blocking: a pipe is read only once epoll reports it readable, and
             # then one read returns at once (that saves two fcntl calls per pipe).
             poller.register(fd, select.EPOLLIN)
-        if self.stdin_fd >= 0:
-            if self.pending:
-                os.set_blocking(self.stdin_fd, False)
-                poller.register(self.stdin_fd, select.EPOLLOUT)
+        if stdin_fd >= 0:
+            if stdin_data:
+                os.set_blocking(stdin_fd, False)
+                poller.register(stdin_fd, select.EPOLLOUT)
             else:
-                _close(self.stdin_fd)
-                self.stdin_fd = -1
-
-    def read(self, fd: int) -> Deliver | None:
-        """Read what ``fd`` holds into its capture; the chunk, when streaming.
-        At end-of-file the pipe is closed."""
-        out = self.readers.get(fd)
-        if out is None:  # stdin's, after it was closed in the same round
-            return None
-        try:
-            chunk = os.read(fd, READ_SIZE)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.poller.unregister(fd)
-            _close(fd)
-            del self.readers[fd]
-            return None
-        out.capture.write(chunk)
-        return Deliver(out.name, chunk) if self.stream else None
-
-    def feed(self) -> None:
-        """Write what the child's stdin takes now; close it once all is written."""
-        try:
-            self.pending = self.pending[os.write(self.stdin_fd, self.pending[:READ_SIZE]) :]
-        except BlockingIOError:
-            return
-        except OSError as exc:  # the child closed stdin or exited: not an error
-            if exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.EBADF):
-                raise
-            self.pending = self.pending[:0]
-        if not self.pending:
-            self.stop_feeding()
-
-    def stop_feeding(self) -> None:
-        if self.stdin_fd >= 0:
-            self.poller.unregister(self.stdin_fd)
-            _close(self.stdin_fd)
-            self.stdin_fd = -1
-
-    def close(self) -> None:
-        self.poller.close()
-        if self.stdin_fd >= 0:
-            _close(self.stdin_fd)
-            self.stdin_fd = -1
-        for fd in self.readers:
-            _close(fd)
-        self.readers.clear()
-
-
-def _watch(
-    child: Child, outputs: Sequence[Output], stdin_fd: int, stdin_data: bytes, stream: bool
-) -> _Pipes:
-    """The child's pipes and exit descriptor in a new epoll set. When the system
-    refuses (no descriptor left), nothing of the child is left: it is killed,
-    every descriptor closed, and :class:`KilledAtLaunch` raised."""
-    pipes = None
-    try:
-        pipes = _Pipes(select.epoll(), outputs, stdin_fd, stdin_data, stream)
-        pipes.register(child.exit_fd)
-    except BaseException as exc:
-        if pipes is not None:
-            pipes.close()
-        else:  # no epoll set: the descriptors were not handed over yet
-            for out in outputs:
-                _close(out.fd)
-            if stdin_fd >= 0:
                 _close(stdin_fd)
+                stdin_fd = -1
+    except BaseException as exc:
+        if poller is not None:
+            poller.close()
+        for fd in readers:
+            _close(fd)
+        if stdin_fd >= 0:
+            _close(stdin_fd)
         child.finish()
         if isinstance(exc, OSError):
             raise KilledAtLaunch(exc.errno, exc.strerror or str(exc)) from exc
         raise
-    return pipes
+    return poller, stdin_fd
 
 
-def _handle(fd: int, exit_fd: int, pipes: _Pipes, kill: _KillSequence) -> Deliver | None:
-    """One descriptor epoll reported: the child's exit, room in its stdin, or output."""
-    if fd == exit_fd:
-        kill.exited()
-        pipes.stop_feeding()
-        return None
-    if fd == pipes.stdin_fd:
-        pipes.feed()
-        return None
-    return pipes.read(fd)
+def _feed(fd: int, pending: memoryview) -> memoryview:
+    """Write what the child's stdin takes now; what is left to write (empty
+    once all is written, or the child closed its stdin)."""
+    try:
+        return pending[os.write(fd, pending[:READ_SIZE]) :]
+    except BlockingIOError:
+        return pending
+    except OSError as exc:  # the child closed stdin or exited: not an error
+        if exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.EBADF):
+            raise
+        return pending[:0]
+
+
+def _stop_feeding(poller: select.epoll, fd: int) -> int:
+    if fd >= 0:
+        poller.unregister(fd)
+        _close(fd)
+    return -1
 
 
 def supervise(
@@ -276,41 +207,101 @@ def supervise(
     timeout: float | None,
     grace: float,
     stream: bool = False,
+    block: bool = False,
 ) -> Generator[Request, Events, Outcome]:
     """Run ``child`` to its end; own and close ``outputs``' and ``stdin_fd``'s descriptors.
 
     ``timeout`` (seconds, None for none) starts the kill sequence; after the
     child exits, its pipes get ``grace`` seconds to reach end-of-file (a
     descendant that left the group may hold them), then reading stops.
+
+    With ``block`` (a driver that would block in the poll anyway), the waits
+    are made here and never yielded; an exception raised in one (Ctrl-C, a
+    signal handler's) starts the kill sequence, and is raised once the child
+    is reaped; a second one ends the wait with SIGKILL to the group at once.
+
+    One function with its state in locals: every call runs this loop, on a
+    cache the child's exec has just evicted, and each helper, object and
+    attribute it touches costs more there than in a warm loop
+    (docs/decisions.md). The rare paths (timeout, abort, stdin) have helpers.
     """
-    pipes = _watch(child, outputs, stdin_fd, stdin_data, stream)
-    kill = _KillSequence(child, timeout, grace)
-    poller, exit_fd = pipes.poller, child.exit_fd
+    readers = {out.fd: out for out in outputs}  # the open pipes
+    poller, stdin_fd = _watch(child, readers, stdin_fd, stdin_data)
+    pending = memoryview(stdin_data)
+    exit_fd = child.exit_fd
+    monotonic = time.monotonic
+    read = os.read
+    kill = _KillSequence(child, timeout, grace, monotonic())
+    interrupted: BaseException | None = None
     try:
-        while kill.running(now := time.monotonic(), pipes.readers):
-            # Polled before any wait, also right after the launch: on one CPU the
-            # child has often run to its end while the launch was handed back,
-            # and a wait through an event loop costs far more than this poll.
-            events = poller.poll(0)
-            if not events:
+        while True:
+            now = monotonic()
+            limit = kill.limit
+            if limit is not None and now >= limit and kill.expired(now):
+                break
+            if block:
+                limit = kill.limit  # moved if the deadline just passed
                 try:
-                    polled = yield Wait(poller, kill.remaining(now))
+                    events = poller.poll(-1 if limit is None else max(0.0, limit - now))
+                except BaseException as exc:
+                    if interrupted is not None:
+                        raise  # a second one: ``finally`` kills the group and reaps
+                    interrupted = exc
+                    stream = False
+                    kill.abort()
+                    continue
+            # Else polled before any wait, also right after the launch: on one CPU
+            # the child has often run to its end while the launch was handed back,
+            # and a wait through an event loop costs far more than this poll.
+            elif not (events := poller.poll(0)):
+                limit = kill.limit
+                try:
+                    polled = yield Wait(poller, None if limit is None else limit - now)
                 except Abort:
-                    pipes.stream = False
+                    stream = False
                     kill.abort()
                     continue
                 events = poller.poll(0) if polled is None else polled
             for fd, _ in events:
-                delivery = _handle(fd, exit_fd, pipes, kill)
-                if delivery is not None:
+                if fd == exit_fd:
+                    kill.exited()
+                    stdin_fd = _stop_feeding(poller, stdin_fd)
+                    continue
+                if fd == stdin_fd:
+                    pending = _feed(fd, pending)
+                    if not pending:
+                        stdin_fd = _stop_feeding(poller, fd)
+                    continue
+                out = readers.get(fd)
+                if out is None:  # stdin's, after it was closed in the same round
+                    continue
+                try:
+                    chunk = read(fd, READ_SIZE)
+                except OSError:
+                    chunk = b""
+                if not chunk:  # end-of-file
+                    poller.unregister(fd)
+                    _close(fd)
+                    del readers[fd]
+                    continue
+                out.capture.write(chunk)
+                if stream:
                     try:
-                        yield delivery
+                        yield Deliver(out.name, chunk)
                     except Abort:
-                        pipes.stream = False
+                        stream = False
                         kill.abort()
+            if kill.exited_at is not None and not readers:
+                break
     finally:
-        pipes.close()
+        poller.close()
+        if stdin_fd >= 0:
+            _close(stdin_fd)
+        for fd in readers:
+            _close(fd)
         child.finish()  # left early (an error in a consumer): no orphan either
+    if interrupted is not None:
+        raise interrupted
     code = child.returncode
     assert code is not None
     return Outcome(code, kill.timed_out, kill.aborted)
