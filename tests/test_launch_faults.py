@@ -512,6 +512,8 @@ def test_a_fork_inside_a_trio_run_does_not_share_its_wake_pipes() -> None:
 
     seen = trio.run(main)
     assert seen["open"] == [], seen
+
+
 # A child that ignores SIGTERM, then says it is ready by creating the file named
 # by its first argument.
 STUBBORN = (
