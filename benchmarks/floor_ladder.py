@@ -28,7 +28,8 @@ under trio and all launching ``/bin/echo hi`` with glibc's posix_spawn:
 6. ``Executor.run``: the policy's sandbox check, the slot, the program re-check;
 7. ``Executor.call``: validation and evaluation (render) before all of it;
 8. the same with the ``no_new_privs`` spawner thread (the default; rungs 4 to
-   7 launch in the caller's thread, as ``Policy.allow_setuid`` does);
+   7 launch in the caller's thread, as ``Policy(allow_setuid=True,
+   keep_capabilities=True)`` does);
 9. ``Executor.call_sync`` (the default), blocking, for comparison;
 10. ``Executor.run_sync`` (the default) of the rendered invocation: the
     blocking run path without render, which every sync caller shares.
@@ -60,7 +61,9 @@ ARGV = ["/bin/echo", "hi"]
 CWD = os.getcwd()
 HANDLE = CommandHandle.load(ECHO)
 ARGS = {"word": "hi"}
-INLINE = Executor(Policy(allow_setuid=True))  # launches in the caller's thread
+# Launches in the caller's thread: with only allow_setuid, a root process still
+# hands each launch to a thread that drops the capabilities for children.
+INLINE = Executor(Policy(allow_setuid=True, keep_capabilities=True))
 DEFAULT = Executor()
 INVOCATION = HANDLE.render(ARGS, INLINE.policy)
 _TO_DEVNULL = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]

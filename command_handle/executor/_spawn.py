@@ -401,6 +401,55 @@ class _Job:
 _SPAWNERS: weakref.WeakSet[Spawner] = weakref.WeakSet()
 
 
+class _Sleeper:
+    """A spawner thread as a caller may move it while it is idle: its native id,
+    the CPUs it may run on, and the one a caller moved it to (-1: none)."""
+
+    __slots__ = ("cpus", "moved", "on", "tid")
+
+    def __init__(self, tid: int, cpus: set[int]) -> None:
+        self.tid = tid
+        self.cpus = cpus
+        self.moved = False  # since it last took back its CPUs
+        self.on = -1
+
+    @classmethod
+    def of_this_thread(cls) -> _Sleeper | None:
+        """This thread, when it may run on more than one CPU (else there is
+        nothing to move it between)."""
+        try:
+            cpus = os.sched_getaffinity(0)
+        except OSError:
+            return None
+        return cls(threading.get_native_id(), cpus) if len(cpus) > 1 else None
+
+    def move_to(self, cpu: int) -> None:
+        if self.moved and self.on == cpu:
+            return  # still there from the last call: no system call
+        try:
+            os.sched_setaffinity(self.tid, (cpu,))
+        except OSError:  # a CPU taken away meanwhile: it wakes where it may
+            return
+        self.moved, self.on = True, cpu
+
+    def restore(self) -> None:
+        """Take back every CPU, before this thread launches a child."""
+        self.on = -1
+        try:  # noqa: SIM105 - once per woken call; suppress() costs more
+            os.sched_setaffinity(0, self.cpus)
+        except OSError:  # none of them is left (a cpuset changed): it stays where it is
+            pass
+
+
+def _move_to_this_cpu(sleepers: set[_Sleeper]) -> None:
+    """Move the idle spawner threads onto the CPU the caller runs on (under the
+    spawner's lock: none of them can be woken meanwhile)."""
+    cpu = _libc().sched_getcpu()
+    for sleeper in sleepers:
+        if cpu in sleeper.cpus:
+            sleeper.move_to(cpu)
+
+
 class Spawner:
     """Threads with ``no_new_privs`` set that run launches for any caller.
 
@@ -425,6 +474,7 @@ class Spawner:
         self._lock = threading.Lock()
         self._threads = 0
         self._idle = 0
+        self._sleepers: set[_Sleeper] = set()  # idle threads a caller may move
         self._close_wake_pipe()  # a forked child's copies
         read_end, write_end = os.pipe()  # close-on-exec, and closefrom at every launch
         os.set_blocking(read_end, False)
@@ -450,6 +500,13 @@ class Spawner:
     # the caller only to wait for the GIL: three context switches per hand-off
     # instead of one (docs/decisions.md). Each byte is one idle thread claimed
     # by a caller, under the lock; the queue holds the jobs.
+    #
+    # Before the write, a blocking caller moves the idle threads onto its own
+    # CPU: a thread woken on another CPU costs a cross-CPU wake each way, which
+    # on a virtual machine measured about 0.3x of a whole call (docs/decisions.md).
+    # A woken thread leaves the sleepers under the lock, so nobody moves it
+    # again, then takes back all its CPUs before it launches anything: the
+    # child inherits the launching thread's CPUs.
 
     def _wait_for_work(self, poller: select.poll) -> bool:
         """Idle until a caller claims this thread (True), or for 30 s (False:
@@ -479,7 +536,7 @@ class Spawner:
             failure = exc if isinstance(exc, OSError) else OSError(None, str(exc))
         _posix_spawn.keep_file_actions(True)
         try:
-            self._serve_jobs(failure)
+            self._serve_jobs(failure, _Sleeper.of_this_thread())
         except BaseException:  # not expected; a later call must still get a thread
             with self._lock:
                 self._threads -= 1
@@ -487,7 +544,7 @@ class Spawner:
         finally:
             _posix_spawn.keep_file_actions(False)
 
-    def _serve_jobs(self, failure: OSError | None) -> None:
+    def _serve_jobs(self, failure: OSError | None, me: _Sleeper | None) -> None:
         poller = select.poll()
         poller.register(self._wake_fds[0], select.POLLIN)
         while True:
@@ -498,16 +555,30 @@ class Spawner:
                     if not self._jobs.empty():  # jobs are put under this lock: none is lost
                         continue
                     self._idle += 1
-                if not self._wait_for_work(poller):
+                    if me is not None:
+                        self._sleepers.add(me)
+                claimed = self._wait_for_work(poller)
+                if me is not None:
+                    with self._lock:
+                        self._sleepers.discard(me)
+                        moved, me.moved = me.moved, False
+                    if moved:
+                        me.restore()
+                if not claimed:
                     return  # idle: a later call starts a new thread
                 continue
             job.run(failure)
 
-    def _submit(self, job: _Job) -> None:
+    def _submit(self, job: _Job, move: bool = False) -> None:
+        """Queue ``job`` and wake or start a thread for it. ``move``: a caller
+        about to block moves the idle threads onto its CPU (an event loop goes
+        on running there, and would only compete with the thread for it)."""
         with self._lock:
             self._jobs.put(job)
             if self._idle:
                 self._idle -= 1
+                if move and self._sleepers:
+                    _move_to_this_cpu(self._sleepers)
                 os.write(self._wake_fds[1], b"\0")  # at most `size` bytes: never blocks
                 return
             start = self._threads < self._size
@@ -527,7 +598,7 @@ class Spawner:
         done = _thread.allocate_lock()
         done.acquire()
         job = _Job(function, done.release, undo)
-        self._submit(job)
+        self._submit(job, move=True)
         try:
             if job.park():
                 done.acquire()
