@@ -552,3 +552,35 @@ def test_a_second_ctrl_c_during_the_kill_sequence_kills_the_child_at_once(
             Executor(policy).run_sync(invocation)
         assert children() == []  # reaped before the exception was raised
         assert time.monotonic() - started < 60, "the second Ctrl-C waited out the grace"
+
+
+@pytest.mark.parametrize("first", ["ctrl-c", "error"])
+def test_ctrl_c_after_a_streaming_consumer_gave_up_kills_the_child_at_once(
+    tmp_path: Path, first: str
+) -> None:
+    """A blocking call's streaming consumer gives up (Ctrl-C reaches it, or it
+    raises): SIGTERM goes to the group, ignored, and the grace runs. A Ctrl-C
+    then is a second one: the child is killed at once and reaped, and
+    KeyboardInterrupt reaches the caller."""
+    ready = tmp_path / "ready"
+    policy = Policy(kill_grace=120)
+    code = STUBBORN.replace("time.sleep(300)", "print('ready', flush=True)\ntime.sleep(300)")
+    arguments = ["-c", escape(code), str(ready)]
+    handle = python_handle(code, arguments=arguments, io={"stderr": "ignore"})
+    invocation = handle.render(None, policy)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def on_chunk(name: str, data: bytes) -> None:
+        threading.Timer(1, signal.pthread_kill, (main, signal.SIGINT)).start()
+        if first == "error":
+            raise RuntimeError("the consumer failed")
+        signal.pthread_kill(main, signal.SIGINT)
+        time.sleep(5)  # KeyboardInterrupt is raised here
+
+    with nothing_left_behind():
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            Executor(policy).run_sync(invocation, on_chunk)
+        assert children() == []  # reaped before the exception was raised
+        assert time.monotonic() - started < 60, "the Ctrl-C waited out the grace"

@@ -244,8 +244,10 @@ def supervise(
                 try:
                     events = poller.poll(-1 if limit is None else max(0.0, limit - now))
                 except BaseException as exc:
-                    if interrupted is not None:
-                        raise  # a second one: ``finally`` kills the group and reaps
+                    if interrupted is not None or kill.aborted:
+                        # A second one, also after the driver aborted (its consumer
+                        # failed, or Ctrl-C reached it): ``finally`` kills the group.
+                        raise
                     interrupted = exc
                     stream = False
                     kill.abort()
