@@ -251,6 +251,10 @@ def supervise(
                     interrupted = exc
                     stream = False
                     kill.abort()
+                    if kill.exited_at is None:
+                        # The poll may have returned the child's exit as the
+                        # exception came: its one-shot event is armed again.
+                        poller.modify(exit_fd, select.EPOLLIN | select.EPOLLONESHOT)
                     continue
             # Else polled before any wait, also right after the launch: on one CPU
             # the child has often run to its end while the launch was handed back,
