@@ -552,3 +552,84 @@ def test_a_second_ctrl_c_during_the_kill_sequence_kills_the_child_at_once(
             Executor(policy).run_sync(invocation)
         assert children() == []  # reaped before the exception was raised
         assert time.monotonic() - started < 60, "the second Ctrl-C waited out the grace"
+
+
+@pytest.mark.parametrize("first", ["ctrl-c", "error"])
+def test_ctrl_c_after_a_streaming_consumer_gave_up_kills_the_child_at_once(
+    tmp_path: Path, first: str
+) -> None:
+    """A blocking call's streaming consumer gives up (Ctrl-C reaches it, or it
+    raises): SIGTERM goes to the group, ignored, and the grace runs. A Ctrl-C
+    then is a second one: the child is killed at once and reaped, and
+    KeyboardInterrupt reaches the caller."""
+    ready = tmp_path / "ready"
+    policy = Policy(kill_grace=120)
+    code = STUBBORN.replace("time.sleep(300)", "print('ready', flush=True)\ntime.sleep(300)")
+    arguments = ["-c", escape(code), str(ready)]
+    handle = python_handle(code, arguments=arguments, io={"stderr": "ignore"})
+    invocation = handle.render(None, policy)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def on_chunk(name: str, data: bytes) -> None:
+        threading.Timer(1, signal.pthread_kill, (main, signal.SIGINT)).start()
+        if first == "error":
+            raise RuntimeError("the consumer failed")
+        signal.pthread_kill(main, signal.SIGINT)
+        time.sleep(5)  # KeyboardInterrupt is raised here
+
+    with nothing_left_behind():
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            Executor(policy).run_sync(invocation, on_chunk)
+        assert children() == []  # reaped before the exception was raised
+        assert time.monotonic() - started < 60, "the Ctrl-C waited out the grace"
+
+
+def test_an_exception_from_a_signal_handler_as_the_child_exits_ends_the_call() -> None:
+    """A signal handler raises (here on SIGCHLD, so as the child exits: in the
+    wait that returned its exit, or as it is reaped). The exception ends the
+    call once the child is reaped: the exit the wait returned is not lost
+    (the call would wait forever), and a child reaped as the exception came
+    is not reaped again (ChildProcessError). The timing varies, so 20 calls."""
+    invocation = CommandHandle.load(
+        {"name": "s", "handle": "command", "command": "/bin/sleep", "arguments": ["0.1"]}
+    ).render(None, QUICK)
+    main = threading.main_thread().ident
+    assert main is not None
+    started = threading.Event()  # the handler raises only for the call's own child
+    raised: list[str] = []
+
+    def on_sigchld(signum: int, frame: Any) -> None:
+        if started.is_set() and not raised:
+            raised.append("raised")
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGCHLD, on_sigchld)
+    outcomes: list[str] = []
+    try:
+        for _ in range(20):
+            time.sleep(0.05)  # a late SIGCHLD of the last call is handled first
+            started.clear()
+            raised.clear()
+            rescued: list[bool] = []
+
+            def rescue(rescued: list[bool] = rescued) -> None:
+                rescued.append(True)  # a second Ctrl-C ends a call that waits forever
+                signal.pthread_kill(main, signal.SIGINT)
+
+            watchdog = threading.Timer(30, rescue)
+            watchdog.start()
+            try:
+                Executor(QUICK).run_sync(invocation, on_started=lambda *_: started.set())
+                outcomes.append("returned")
+            except KeyboardInterrupt:
+                outcomes.append("interrupted")
+            finally:
+                started.clear()
+                watchdog.cancel()
+            assert not rescued, f"the call waited forever after {outcomes}"
+            assert left_over() == []
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert set(outcomes) <= {"returned", "interrupted"}

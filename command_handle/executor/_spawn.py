@@ -179,7 +179,10 @@ class Child:
         a launch nobody will supervise."""
         if self.returncode is None:
             self.kill_group()
-            self.reap()
+            # Reaped already when an exception (a signal handler's) came as
+            # waitpid returned: its status is lost, and nothing is left to reap.
+            with contextlib.suppress(ChildProcessError):
+                self.reap()
         self.close()
         if self.cgroup is not None:  # also what left the process group
             self.cgroup.kill()

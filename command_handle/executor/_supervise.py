@@ -244,11 +244,17 @@ def supervise(
                 try:
                     events = poller.poll(-1 if limit is None else max(0.0, limit - now))
                 except BaseException as exc:
-                    if interrupted is not None:
-                        raise  # a second one: ``finally`` kills the group and reaps
+                    if interrupted is not None or kill.aborted:
+                        # A second one, also after the driver aborted (its consumer
+                        # failed, or Ctrl-C reached it): ``finally`` kills the group.
+                        raise
                     interrupted = exc
                     stream = False
                     kill.abort()
+                    if kill.exited_at is None:
+                        # The poll may have returned the child's exit as the
+                        # exception came: its one-shot event is armed again.
+                        poller.modify(exit_fd, select.EPOLLIN | select.EPOLLONESHOT)
                     continue
             # Else polled before any wait, also right after the launch: on one CPU
             # the child has often run to its end while the launch was handed back,
