@@ -51,13 +51,14 @@ import time
 from collections.abc import Awaitable, Callable
 
 import trio
+from _floors import ARGV, drain, fair_floor
+from _floors import raw_floor as floor
 from _handles import ECHO
 
 from command_handle import CommandHandle, Executor, Policy
 from command_handle.executor import _drive, _posix_spawn, _process, _spawn, _supervise
 from command_handle.executor._capture import Capture
 
-ARGV = ["/bin/echo", "hi"]
 CWD = os.getcwd()
 HANDLE = CommandHandle.load(ECHO)
 ARGS = {"word": "hi"}
@@ -66,27 +67,6 @@ ARGS = {"word": "hi"}
 INLINE = Executor(Policy(allow_setuid=True, keep_capabilities=True))
 DEFAULT = Executor()
 INVOCATION = HANDLE.render(ARGS, INLINE.policy)
-_TO_DEVNULL = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
-
-
-def floor() -> None:
-    pid = os.posix_spawn(ARGV[0], ARGV, {}, file_actions=_TO_DEVNULL)
-    os.waitpid(pid, 0)
-
-
-def fair_floor() -> None:
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
-    actions = [
-        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_DUP2, out_write, 1),
-        (os.POSIX_SPAWN_DUP2, err_write, 2),
-    ]
-    pid = os.posix_spawn(ARGV[0], ARGV, {}, file_actions=actions, setsid=True)
-    os.close(out_write)
-    os.close(err_write)
-    _drain(out_read, err_read)
-    os.waitpid(pid, 0)
 
 
 def _spawn_piped() -> tuple[int, int, int]:
@@ -98,20 +78,13 @@ def _spawn_piped() -> tuple[int, int, int]:
     return pid, out_read, err_read
 
 
-def _drain(*fds: int) -> None:
-    for fd in fds:
-        while os.read(fd, 65536):
-            pass
-        os.close(fd)
-
-
 async def pidfd_only() -> None:
     pid, out, err = _spawn_piped()
     exit_fd = os.pidfd_open(pid)
     await trio.lowlevel.wait_readable(exit_fd)
     os.waitpid(pid, 0)
     os.close(exit_fd)
-    _drain(out, err)
+    drain(out, err)
 
 
 async def _watched(timeout: bool) -> None:
@@ -135,7 +108,7 @@ async def _watched(timeout: bool) -> None:
     os.waitpid(pid, 0)
     poller.close()
     os.close(exit_fd)
-    _drain(out, err)
+    drain(out, err)
 
 
 async def pipes_watched() -> None:

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _floors import fair_floor
 from _handles import ECHO
 
 from command_handle import CommandHandle, Policy
@@ -65,25 +66,6 @@ FLAGS: dict[str, Any] = {
     "environment": {"LC_ALL": "C"},
     "options_allowed": ["pattern"],
 }
-ARGV = ["/bin/echo", "hi"]
-
-
-def fair_floor() -> None:
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
-    actions = [
-        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_DUP2, out_write, 1),
-        (os.POSIX_SPAWN_DUP2, err_write, 2),
-    ]
-    pid = os.posix_spawn(ARGV[0], ARGV, {}, file_actions=actions, setsid=True)
-    os.close(out_write)
-    os.close(err_write)
-    for fd in (out_read, err_read):
-        while os.read(fd, 65536):
-            pass
-        os.close(fd)
-    os.waitpid(pid, 0)
 
 
 def block_us(function: Callable[[], object], number: int) -> float:
