@@ -237,20 +237,23 @@ def test_a_deadline_that_falls_during_a_spawner_call_is_the_deadline_s(deadline:
 def test_a_child_may_run_on_every_cpu_after_its_spawner_thread_was_moved() -> None:
     """A blocking caller moves the idle spawner threads onto its own CPU before
     waking one; the woken thread takes back all its CPUs before it launches, so
-    the child (which inherits them) is not tied to the caller's CPU. Checked in
+    the child (which inherits them) is not tied to the caller's CPU. The
+    spawner's threads are started by a caller pinned to one CPU, which they
+    must not inherit either: children get the main thread's CPUs. Checked in
     the child itself, from callers on each CPU in turn."""
+    from command_handle.executor._process import run_invocation_sync
+
     from .processes import python_handle
 
     everything = sorted(os.sched_getaffinity(0))
-    handle = python_handle("import os; print(sorted(os.sched_getaffinity(0)))")
-    executor = Executor()
+    invocation = python_handle("import os; print(sorted(os.sched_getaffinity(0)))").render()
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs)  # no thread yet
     seen: list[str] = []
 
     def calls_from(cpu: int) -> None:
         os.sched_setaffinity(0, {cpu})  # this caller thread only
         for _ in range(5):
-            result = executor.call_sync(handle)
-            seen.append(str(result.stdout))
+            seen.append(str(run_invocation_sync(invocation, None, spawner).stdout))
 
     for cpu in everything:
         caller = threading.Thread(target=calls_from, args=(cpu,))

@@ -418,12 +418,20 @@ class _Sleeper:
 
     @classmethod
     def of_this_thread(cls) -> _Sleeper | None:
-        """This thread, when it may run on more than one CPU (else there is
-        nothing to move it between)."""
+        """Give this new spawner thread the CPUs of the application's main
+        thread, which its children inherit: a thread starts with its creator's,
+        and a caller pinned to one CPU would otherwise tie every later child
+        of this spawner to that CPU. This thread as callers may move it, when
+        it may run on more than one CPU (else there is nothing to move)."""
         try:
-            cpus = os.sched_getaffinity(0)
-        except OSError:
-            return None
+            cpus = os.sched_getaffinity(os.getpid())
+            if os.sched_getaffinity(0) != cpus:
+                os.sched_setaffinity(0, cpus)
+        except OSError:  # the main thread is gone (interpreter exit): keep ours
+            try:
+                cpus = os.sched_getaffinity(0)
+            except OSError:
+                return None
         return cls(threading.get_native_id(), cpus) if len(cpus) > 1 else None
 
     def move_to(self, cpu: int) -> None:
@@ -533,13 +541,14 @@ class Spawner:
 
     def _serve(self) -> None:
         failure: OSError | None = None
+        me = _Sleeper.of_this_thread()  # before the setup: a sandbox may refuse it after
         try:
             self._setup()
         except Exception as exc:  # every launch refused: no child without its confinement
             failure = exc if isinstance(exc, OSError) else OSError(None, str(exc))
         _posix_spawn.keep_file_actions(True)
         try:
-            self._serve_jobs(failure, _Sleeper.of_this_thread())
+            self._serve_jobs(failure, me)
         except BaseException:  # not expected; a later call must still get a thread
             with self._lock:
                 self._threads -= 1
