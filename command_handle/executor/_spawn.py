@@ -444,12 +444,15 @@ class _Sleeper:
         self.moved, self.on = True, cpu
 
     def restore(self) -> None:
-        """Take back every CPU, before this thread launches a child."""
+        """Take the main thread's CPUs, before this thread launches a child: those
+        it has now, not those it had when this thread started, or a restriction
+        made since (``taskset -a``, which sets every thread's) would be undone."""
         self.on = -1
-        try:  # noqa: SIM105 - once per woken call; suppress() costs more
+        try:
+            self.cpus = os.sched_getaffinity(os.getpid())
             os.sched_setaffinity(0, self.cpus)
-        except OSError:  # none of them is left (a cpuset changed): it stays where it is
-            pass
+        except OSError:  # the main thread is gone (interpreter exit), or none of its
+            pass  # CPUs is left to us (a cpuset changed): this thread stays where it is
 
 
 def _move_to_this_cpu(sleepers: set[_Sleeper]) -> None:
@@ -516,7 +519,7 @@ class Spawner:
     # CPU: a thread woken on another CPU costs a cross-CPU wake each way, which
     # on a virtual machine measured about 0.3x of a whole call (docs/decisions.md).
     # A woken thread leaves the sleepers under the lock, so nobody moves it
-    # again, then takes back all its CPUs before it launches anything: the
+    # again, then takes the main thread's CPUs before it launches anything: the
     # child inherits the launching thread's CPUs.
 
     def _wait_for_work(self, poller: select.poll) -> bool:
