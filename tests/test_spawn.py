@@ -302,3 +302,31 @@ def test_a_restriction_of_every_thread_holds_after_a_move() -> None:
     finally:
         on_every_thread(everything)
     assert seen[1:] == [f"[{first}]\n"] * 3
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_children_follow_the_main_threads_cpus_without_a_move() -> None:
+    """A spawner thread gives its children the main thread's CPUs as they are
+    at each launch: changed after the thread started, they reach the children
+    of an async caller too (which moves nothing), not only of a blocking one."""
+    from command_handle.executor._process import run_invocation, run_invocation_sync
+
+    from .processes import python_handle
+
+    everything = os.sched_getaffinity(0)
+    first = min(everything)
+    invocation = python_handle("import os; print(sorted(os.sched_getaffinity(0)))").render()
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs)
+    assert run_invocation_sync(invocation, None, spawner).stdout == f"{sorted(everything)}\n"
+
+    async def from_trio() -> list[str]:
+        return [str((await run_invocation(invocation, confined=spawner)).stdout) for _ in range(3)]
+
+    os.sched_setaffinity(0, {first})  # the main thread's (this test runs in it)
+    try:
+        narrowed = trio.run(from_trio)
+    finally:
+        os.sched_setaffinity(0, everything)
+    widened = trio.run(from_trio)
+    assert narrowed == [f"[{first}]\n"] * 3
+    assert widened == [f"{sorted(everything)}\n"] * 3
