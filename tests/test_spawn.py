@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import os
@@ -260,3 +261,72 @@ def test_a_child_may_run_on_every_cpu_after_its_spawner_thread_was_moved() -> No
         caller.start()
         caller.join(60)
     assert seen == [f"{everything}\n"] * (5 * len(everything))
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_restriction_of_every_thread_holds_after_a_move() -> None:
+    """``taskset -a`` restricts every thread of a running process, the idle
+    spawner threads too. A blocking caller's move, and the restore that follows
+    it, must not give them back the CPUs they started with: the children stay
+    on the CPUs the process was left."""
+    from command_handle.executor._process import run_invocation_sync
+
+    from .processes import python_handle
+
+    everything = os.sched_getaffinity(0)
+    first = min(everything)
+    invocation = python_handle("import os; print(sorted(os.sched_getaffinity(0)))").render()
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs)  # no thread yet
+    seen: list[str] = []
+
+    def call() -> None:
+        seen.append(str(run_invocation_sync(invocation, None, spawner).stdout))
+
+    def on_every_thread(cpus: set[int]) -> None:  # what taskset -a does
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):  # a thread that has ended
+                os.sched_setaffinity(int(tid), cpus)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    caller.join(60)
+    deadline = time.monotonic() + 10
+    while not spawner._sleepers and time.monotonic() < deadline:  # its thread is idle
+        time.sleep(0.01)
+    on_every_thread({first})
+    try:
+        for _ in range(3):
+            caller = threading.Thread(target=call)
+            caller.start()
+            caller.join(60)
+    finally:
+        on_every_thread(everything)
+    assert seen[1:] == [f"[{first}]\n"] * 3
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_children_follow_the_main_threads_cpus_without_a_move() -> None:
+    """A spawner thread gives its children the main thread's CPUs as they are
+    at each launch: changed after the thread started, they reach the children
+    of an async caller too (which moves nothing), not only of a blocking one."""
+    from command_handle.executor._process import run_invocation, run_invocation_sync
+
+    from .processes import python_handle
+
+    everything = os.sched_getaffinity(0)
+    first = min(everything)
+    invocation = python_handle("import os; print(sorted(os.sched_getaffinity(0)))").render()
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs)
+    assert run_invocation_sync(invocation, None, spawner).stdout == f"{sorted(everything)}\n"
+
+    async def from_trio() -> list[str]:
+        return [str((await run_invocation(invocation, confined=spawner)).stdout) for _ in range(3)]
+
+    os.sched_setaffinity(0, {first})  # the main thread's (this test runs in it)
+    try:
+        narrowed = trio.run(from_trio)
+    finally:
+        os.sched_setaffinity(0, everything)
+    widened = trio.run(from_trio)
+    assert narrowed == [f"[{first}]\n"] * 3
+    assert widened == [f"{sorted(everything)}\n"] * 3

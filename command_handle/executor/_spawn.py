@@ -421,8 +421,8 @@ class _Sleeper:
         """Give this new spawner thread the CPUs of the application's main
         thread, which its children inherit: a thread starts with its creator's,
         and a caller pinned to one CPU would otherwise tie every later child
-        of this spawner to that CPU. This thread as callers may move it, when
-        it may run on more than one CPU (else there is nothing to move)."""
+        of this spawner to that CPU. This thread as callers may move it (when
+        it may run on more than one CPU) and as it follows the main thread."""
         try:
             cpus = os.sched_getaffinity(os.getpid())
             if os.sched_getaffinity(0) != cpus:
@@ -432,7 +432,7 @@ class _Sleeper:
                 cpus = os.sched_getaffinity(0)
             except OSError:
                 return None
-        return cls(threading.get_native_id(), cpus) if len(cpus) > 1 else None
+        return cls(threading.get_native_id(), cpus)
 
     def move_to(self, cpu: int) -> None:
         if self.moved and self.on == cpu:
@@ -443,13 +443,20 @@ class _Sleeper:
             return
         self.moved, self.on = True, cpu
 
-    def restore(self) -> None:
-        """Take back every CPU, before this thread launches a child."""
+    def restore(self, moved: bool) -> None:
+        """Take the main thread's CPUs, before this thread launches a child: those
+        it has now, not those it had when this thread started, or a restriction
+        made since (``taskset -a``, which sets every thread's) would be undone by
+        a move, and a change of the main thread's would reach the children of
+        some wakes only. One ``sched_getaffinity`` per wake (0.3 us)."""
         self.on = -1
-        try:  # noqa: SIM105 - once per woken call; suppress() costs more
-            os.sched_setaffinity(0, self.cpus)
-        except OSError:  # none of them is left (a cpuset changed): it stays where it is
-            pass
+        try:
+            cpus = os.sched_getaffinity(os.getpid())
+            if moved or cpus != self.cpus:
+                self.cpus = cpus
+                os.sched_setaffinity(0, cpus)
+        except OSError:  # the main thread is gone (interpreter exit), or none of its
+            pass  # CPUs is left to us (a cpuset changed): this thread stays where it is
 
 
 def _move_to_this_cpu(sleepers: set[_Sleeper]) -> None:
@@ -457,7 +464,7 @@ def _move_to_this_cpu(sleepers: set[_Sleeper]) -> None:
     spawner's lock: none of them can be woken meanwhile)."""
     cpu = _libc().sched_getcpu()
     for sleeper in sleepers:
-        if cpu in sleeper.cpus:
+        if cpu in sleeper.cpus and len(sleeper.cpus) > 1:  # else nowhere else to wake
             sleeper.move_to(cpu)
 
 
@@ -516,7 +523,7 @@ class Spawner:
     # CPU: a thread woken on another CPU costs a cross-CPU wake each way, which
     # on a virtual machine measured about 0.3x of a whole call (docs/decisions.md).
     # A woken thread leaves the sleepers under the lock, so nobody moves it
-    # again, then takes back all its CPUs before it launches anything: the
+    # again, then takes the main thread's CPUs before it launches anything: the
     # child inherits the launching thread's CPUs.
 
     def _wait_for_work(self, poller: select.poll) -> bool:
@@ -574,8 +581,8 @@ class Spawner:
                     with self._lock:
                         self._sleepers.discard(me)
                         moved, me.moved = me.moved, False
-                    if moved:
-                        me.restore()
+                    if claimed:
+                        me.restore(moved)
                 if not claimed:
                     return  # idle: a later call starts a new thread
                 continue
