@@ -173,8 +173,9 @@ class _HandleRun:
             self.close_all()
             raise launch_error(exc, inv.cwd, "/directory") from None
 
-    def launch(self) -> Child:
-        """Start the child (on the spawner thread, usually)."""
+    def launch(self, terminal: bool = False) -> Child:
+        """Start the child (on the spawner thread, usually); with ``terminal``,
+        its stdin is a pseudo-terminal's side that becomes its controlling one."""
         inv = self.invocation
         fds = self.child_fds
         argv, executable = child_argv(inv)
@@ -188,6 +189,7 @@ class _HandleRun:
             stderr=fds[2],
             limits=inv.limits,
             cgroup=self.cgroup,
+            terminal=terminal,
         )
 
     def close_all(self) -> None:

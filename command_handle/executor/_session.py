@@ -39,7 +39,7 @@ from typing import TypeVar
 from ..call import CommandResult, Invocation, Terminal
 from ..errors import ProcessError
 from ._capture import Capture
-from ._spawn import Child, KilledAtLaunch, Spawner, _Job, launch, set_no_new_privs
+from ._spawn import Child, KilledAtLaunch, Spawner, _Job, set_no_new_privs
 from ._supervise import Abort, Events, Outcome, Output, Request, Wait, supervise
 
 __all__ = ["Keeper", "Process", "ProcessOutput", "ProcessRun"]
@@ -589,24 +589,7 @@ class ProcessRun:
             raise launch_error(exc, inv.cwd, "/directory") from None
 
     def launch(self) -> Child:
-        run = self.handle_run
-        inv = run.invocation
-        fds = run.child_fds
-        from ._process import child_argv
-
-        argv, executable = child_argv(inv)
-        return launch(
-            argv,
-            executable=executable,
-            env=inv.env,
-            cwd=inv.cwd,
-            stdin=fds[0],
-            stdout=fds[1],
-            stderr=fds[2],
-            limits=inv.limits,
-            cgroup=run.cgroup,
-            terminal=self.process.terminal is not None,
-        )
+        return self.handle_run.launch(terminal=self.process.terminal is not None)
 
     def close_all(self) -> None:
         self.handle_run.close_all()
