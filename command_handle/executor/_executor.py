@@ -41,10 +41,11 @@ from ..policy import Policy
 from . import _bubblewrap as bubblewrap
 from ._call_plan import describe
 from ._drive import ChunkCallback, SyncChunkCallback
+from ._ki import held, protect
 from ._landlock import SandboxProfile
 from ._process import launch_error, run_invocation, run_invocation_sync
 from ._sandbox import call_tmpdir, call_tmpdir_async, profile_for, spawner_for
-from ._slots import Slots
+from ._slots import Claim, Slots
 from ._spawn import Spawner, launch_async, launch_sync
 
 if TYPE_CHECKING:
@@ -290,6 +291,7 @@ class Executor:
         """
         return await self._run(self._accept(prepared), on_chunk, on_started, fresh=False)
 
+    @held
     async def _run(
         self,
         prepared: PreparedCall[Any],
@@ -298,6 +300,7 @@ class Executor:
         *,
         fresh: bool,
     ) -> CommandResult | PlanResult:
+        protect()  # from here a Ctrl-C under trio waits for a checkpoint (see _ki)
         profile = profile_for(self.policy)  # a sandbox this kernel lacks: refused here
         waited = await self._slots.acquire()
         try:
@@ -385,8 +388,9 @@ class Executor:
         if prepared.kind == "plan":
             return _run_plan_sync(self, prepared, on_chunk, on_started)
         profile = profile_for(self.policy)
-        waited = self._slots.acquire_sync()
+        claim = Claim()
         try:
+            waited = self._slots.acquire_sync(claim)
             if waited or not fresh:
                 prepared.recheck()
             assert prepared.invocation is not None
@@ -408,7 +412,7 @@ class Executor:
                         on_chunk,
                     )
         finally:
-            self._slots.release()
+            self._slots.release_claim(claim)
         return PlanResult.one_step(result) if prepared.kind == "one-step" else result
 
     @asynccontextmanager
@@ -502,6 +506,7 @@ class Executor:
             raise
         return self._begin(process, run, child, cleanup, spawner)
 
+    @held
     async def start(
         self,
         prepared: PreparedCall[Any] | Invocation,
@@ -512,6 +517,7 @@ class Executor:
         ready: str | None = None,
     ) -> Process:
         """:meth:`start_sync` under trio or asyncio."""
+        protect()
         process, run, cleanup, spawner = self._process_for(
             prepared, owner, lifetime, terminal, ready
         )

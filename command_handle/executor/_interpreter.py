@@ -67,6 +67,7 @@ from ._cgroup import CallCgroup
 from ._drive import ChunkCallback, drive
 from ._expand import Segment, join
 from ._files import PlanFiles, files_for, stream_named
+from ._ki import held
 from ._landlock import SandboxProfile
 from ._process import RESOURCE_ERRNOS, refusal, resource_error
 from ._shell import BuiltinIO, ShellExit, ShellState
@@ -629,6 +630,7 @@ class _PlanRun:
         check_program(path, self.policy, f"/commands/{self.step}/command", shown=name)
         return path, 0, ""
 
+    @held
     async def spawn(
         self,
         words: list[str],

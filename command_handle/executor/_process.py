@@ -29,6 +29,7 @@ from ..errors import HandleError, LaunchError, SandboxError
 from ._capture import Capture
 from ._cgroup import CallCgroup
 from ._drive import ChunkCallback, SyncChunkCallback, drive, drive_sync
+from ._ki import held
 from ._spawn import (
     Child,
     ConfinementError,
@@ -278,6 +279,7 @@ async def _deliver_cancellation() -> None:
         await asyncio.sleep(0)
 
 
+@held
 async def run_invocation(
     invocation: Invocation,
     on_chunk: ChunkCallback | None = None,

@@ -16,15 +16,29 @@ from collections.abc import Awaitable, Callable
 
 import sniffio
 
-__all__ = ["Slots"]
+__all__ = ["Claim", "Slots"]
+
+
+class Claim:
+    """Whether a blocking caller holds a slot. It is set in the same step that
+    takes the slot (by the caller, or by the thread that hands it over), with
+    no call in between where Python could raise Ctrl-C: the caller's
+    ``finally`` then knows whether there is a slot to give back, even when
+    KeyboardInterrupt came right after the slot was taken."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = False
 
 
 class _Waiter:
-    __slots__ = ("granted", "wake")
+    __slots__ = ("claim", "granted", "wake")
 
-    def __init__(self, wake: Callable[[], bool]) -> None:
+    def __init__(self, wake: Callable[[], bool], claim: Claim | None = None) -> None:
         self.wake = wake  # False when the waiter's loop has gone away
         self.granted = False
+        self.claim = claim
 
 
 class Slots:
@@ -48,6 +62,8 @@ class Slots:
             while self._waiters:
                 waiter = self._waiters.popleft()
                 waiter.granted = True
+                if waiter.claim is not None:
+                    waiter.claim.held = True
                 if waiter.wake():
                     return
                 waiter.granted = False  # its loop is closed: nobody will take the slot
@@ -61,10 +77,14 @@ class Slots:
                 return
         self.release()
 
-    def acquire_sync(self) -> bool:
-        """Take a slot; return whether that meant waiting for one."""
+    def acquire_sync(self, claim: Claim) -> bool:
+        """Take a slot, and mark ``claim`` as holding it; return whether that meant
+        waiting for one. The caller gives it back with :meth:`release_claim`,
+        also when interrupted: Ctrl-C can come between any two calls."""
         with self._lock:
-            if self._take():
+            if self._free > 0 and not self._waiters:  # _take, inline: no call before the mark
+                self._free -= 1
+                claim.held = True
                 return False
             event = threading.Event()
 
@@ -72,14 +92,21 @@ class Slots:
                 event.set()
                 return True
 
-            waiter = _Waiter(wake)
+            waiter = _Waiter(wake, claim)
             self._waiters.append(waiter)
         try:
             event.wait()
         except BaseException:
-            self._abandon(waiter)
+            with self._lock:
+                if not waiter.granted:  # else the claim holds it: the caller gives it back
+                    self._waiters.remove(waiter)
             raise
         return True
+
+    def release_claim(self, claim: Claim) -> None:
+        if claim.held:
+            claim.held = False
+            self.release()
 
     async def acquire(self) -> bool:
         """Take a slot; return whether that meant waiting for one."""

@@ -305,8 +305,9 @@ def set_no_new_privs() -> None:
         raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
 
 
-# A job's hand-over between its caller and the spawner thread (the lock guards it).
-_PENDING, _FINISHED, _UNDONE = range(3)
+# A job's hand-over between its caller and the spawner thread (the lock guards it):
+# queued, running, returned, and undone (or dropped before it ran).
+_PENDING, _RUNNING, _FINISHED, _UNDONE = range(4)
 _handover = threading.Lock()
 
 
@@ -336,6 +337,10 @@ class _Job:
         self.parked = False  # the caller waits to be woken (else it finds the result)
 
     def run(self, failure: OSError | None) -> None:
+        with _handover:
+            if self.state != _PENDING:
+                return  # its caller gave up before it started: it never runs
+            self.state = _RUNNING
         if failure is not None:  # a fresh error per job: each raise adds to its traceback
             self.error = ConfinementError(failure.errno, failure.strerror or str(failure))
         else:
@@ -358,11 +363,15 @@ class _Job:
             self.undo_once()  # nobody else will: the child must not run unsupervised
 
     def abandon(self) -> None:
-        """The caller gives up: wait until the function has returned (it may be
-        launching with descriptors the caller would close), then undo it."""
+        """The caller gives up: a job not yet started is dropped; else wait until
+        the function has returned (it may be launching with descriptors the
+        caller would close), then undo it."""
         with _handover:
-            waiter = None
             if self.state == _PENDING:
+                self.state = _UNDONE  # never runs: nothing to undo
+                return
+            waiter = None
+            if self.state == _RUNNING:
                 waiter = self.waiter = _thread.allocate_lock()
                 waiter.acquire()
         if waiter is not None:
@@ -379,7 +388,7 @@ class _Job:
         already returned (on one CPU the spawner thread often runs it before the
         caller gets the CPU back), which saves a wake through the caller's loop."""
         with _handover:
-            if self.state != _PENDING:
+            if self.state == _FINISHED:
                 return False
             self.parked = True
             return True
@@ -595,9 +604,11 @@ class Spawner:
         with self._lock:
             self._jobs.put(job)
             if self._idle:
-                self._idle -= 1
                 if move and self._sleepers:
                     _move_to_this_cpu(self._sleepers)
+                # The claim and its byte together, with no call between them where
+                # Python could raise Ctrl-C: an idle thread is never claimed unwoken.
+                self._idle -= 1
                 os.write(self._wake_fds[1], b"\0")  # at most `size` bytes: never blocks
                 return
             start = self._threads < self._size
@@ -605,7 +616,15 @@ class Spawner:
                 self._threads += 1
             name = f"command-handle-spawner-{self._threads}"
         if start:
-            threading.Thread(target=self._serve, name=name, daemon=True).start()
+            thread = None
+            try:
+                thread = threading.Thread(target=self._serve, name=name, daemon=True)
+                thread.start()
+            except BaseException:  # Ctrl-C before the thread ran: it is not counted
+                if thread is None or thread.ident is None:
+                    with self._lock:
+                        self._threads -= 1
+                raise
 
     def call(self, function: Callable[[], T], undo: Callable[[T], None] | None = None) -> T:
         """Run ``function`` on a spawner thread; block until it returns.
@@ -617,8 +636,8 @@ class Spawner:
         done = _thread.allocate_lock()
         done.acquire()
         job = _Job(function, done.release, undo)
-        self._submit(job, move=True)
         try:
+            self._submit(job, move=True)
             if job.park():
                 done.acquire()
             return job.result()  # type: ignore[return-value]
@@ -650,9 +669,9 @@ class Spawner:
             loop.call_soon_threadsafe(resolve)
 
         job = _Job(function, wake, undo)
-        self._submit(job)
         cancelled: asyncio.CancelledError | None = None
         try:
+            self._submit(job)
             if job.park():
                 while not future.done():
                     try:
@@ -684,8 +703,8 @@ class Spawner:
         idle = _idle_wake_pipes()
         pipe = idle.pop() if idle else _WakePipe()
         job = _Job(function, pipe.wake, undo)
-        self._submit(job)
         try:
+            self._submit(job)
             if job.park():
                 try:
                     await trio.lowlevel.wait_readable(pipe.read_end)
