@@ -39,7 +39,7 @@ from ._spawn import (
     launch_async,
     launch_sync,
 )
-from ._supervise import Events, Outcome, Output, Request, supervise
+from ._supervise import Events, Handover, Outcome, Output, Request, supervise
 
 __all__ = [
     "RESOURCE_ERRNOS",
@@ -142,6 +142,7 @@ class _HandleRun:
         self.invocation = invocation
         self.started = time.monotonic()
         self.captures: dict[str, Capture] = {}
+        self.handover = Handover()
 
     def open_pipes(self) -> None:
         """Create the pipes; ``child_fds`` are the child's three streams."""
@@ -180,7 +181,7 @@ class _HandleRun:
         inv = self.invocation
         fds = self.child_fds
         argv, executable = child_argv(inv)
-        return launch(
+        child = self.handover.child = launch(
             argv,
             executable=executable,
             env=inv.env,
@@ -192,6 +193,7 @@ class _HandleRun:
             cgroup=self.cgroup,
             terminal=terminal,
         )
+        return child
 
     def close_all(self) -> None:
         _close(self.ours)
@@ -199,6 +201,15 @@ class _HandleRun:
         if self.cgroup is not None:
             self.cgroup.discard()
             self.cgroup = None
+
+    def abandon(self) -> None:
+        """The caller was interrupted (Ctrl-C) before the supervisor took over:
+        leave nothing of the launch. Once the supervisor has, its own cleanup did."""
+        if self.handover.supervised:
+            return
+        if self.handover.child is not None:
+            self.handover.child.finish()
+        self.close_all()
 
     def launch_failed(self, exc: OSError) -> HandleError:
         self.close_all()
@@ -227,6 +238,7 @@ class _HandleRun:
             grace=inv.kill_grace,
             stream=stream,
             block=block,
+            handover=self.handover,
         )
 
     def result(self, outcome: Outcome) -> CommandResult:
@@ -331,17 +343,22 @@ def run_invocation_sync(
     run.open_pipes()
     if on_spawn is not None:
         on_spawn()
+    # Ctrl-C can come at any call of this function: until the supervisor takes
+    # over, ``abandon`` kills the child that the spawner thread recorded.
     try:
         child = launch_sync(run.launch, invocation.no_new_privs, confined)
     except OSError as exc:
         raise run.launch_failed(exc) from None
-    except BaseException:  # Ctrl-C: the launch is over, and its child gone
-        run.close_all()
+    except BaseException:
+        run.abandon()
         raise
-    if on_started is not None:
-        run.tell_started(child, on_started)
     try:
+        if on_started is not None:
+            run.tell_started(child, on_started)
         supervisor = run.supervise(child, on_chunk is not None, block=True)
         return run.result(drive_sync(supervisor, on_chunk))
     except KilledAtLaunch as exc:
         raise launch_error(exc, invocation.cwd, "/directory") from None
+    except BaseException:
+        run.abandon()
+        raise

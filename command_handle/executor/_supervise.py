@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ._capture import Capture
 from ._spawn import Child, KilledAtLaunch
 
-__all__ = ["Abort", "Deliver", "Outcome", "Output", "Request", "Wait", "supervise"]
+__all__ = ["Abort", "Deliver", "Handover", "Outcome", "Output", "Request", "Wait", "supervise"]
 
 READ_SIZE = 65536
 
@@ -140,14 +140,26 @@ class _KillSequence:
         self.limit = self.exited_at + self.grace
 
 
+class Handover:
+    """Who answers for a launched child: its caller until the supervisor's first
+    step marks ``supervised``, the supervisor from then on. ``child`` is set by
+    the thread that launched it, so a caller interrupted (Ctrl-C) before it
+    even stored the child still finds it."""
+
+    __slots__ = ("child", "supervised")
+
+    def __init__(self) -> None:
+        self.child: Child | None = None
+        self.supervised = False
+
+
 def _watch(
     child: Child, readers: dict[int, Output], stdin_fd: int, stdin_data: bytes
-) -> tuple[select.epoll, int]:
-    """The child's exit descriptor and pipes in a new epoll set, and the stdin
-    descriptor left to feed (-1: none; an empty stdin is closed at once).
-    When the system refuses (no descriptor left), nothing of the child is
-    left: it is killed, every descriptor closed, and :class:`KilledAtLaunch`
-    raised."""
+) -> select.epoll:
+    """The child's exit descriptor, its pipes and a stdin to feed in a new epoll
+    set. When the system refuses (no descriptor left), raise
+    :class:`KilledAtLaunch`; the supervisor then kills the child and closes
+    every descriptor."""
     poller = None
     try:
         poller = select.epoll()
@@ -157,25 +169,16 @@ def _watch(
             # Left blocking: a pipe is read only once epoll reports it readable, and
             # then one read returns at once (that saves two fcntl calls per pipe).
             poller.register(fd, select.EPOLLIN)
-        if stdin_fd >= 0:
-            if stdin_data:
-                os.set_blocking(stdin_fd, False)
-                poller.register(stdin_fd, select.EPOLLOUT)
-            else:
-                _close(stdin_fd)
-                stdin_fd = -1
+        if stdin_fd >= 0 and stdin_data:
+            os.set_blocking(stdin_fd, False)
+            poller.register(stdin_fd, select.EPOLLOUT)
     except BaseException as exc:
         if poller is not None:
             poller.close()
-        for fd in readers:
-            _close(fd)
-        if stdin_fd >= 0:
-            _close(stdin_fd)
-        child.finish()
         if isinstance(exc, OSError):
             raise KilledAtLaunch(exc.errno, exc.strerror or str(exc)) from exc
         raise
-    return poller, stdin_fd
+    return poller
 
 
 def _feed(fd: int, pending: memoryview) -> memoryview:
@@ -191,11 +194,10 @@ def _feed(fd: int, pending: memoryview) -> memoryview:
         return pending[:0]
 
 
-def _stop_feeding(poller: select.epoll, fd: int) -> int:
+def _stop_feeding(poller: select.epoll, fd: int) -> None:
     if fd >= 0:
         poller.unregister(fd)
         _close(fd)
-    return -1
 
 
 def supervise(
@@ -208,6 +210,7 @@ def supervise(
     grace: float,
     stream: bool = False,
     block: bool = False,
+    handover: Handover | None = None,
 ) -> Generator[Request, Events, Outcome]:
     """Run ``child`` to its end; own and close ``outputs``' and ``stdin_fd``'s descriptors.
 
@@ -226,14 +229,22 @@ def supervise(
     (docs/decisions.md). The rare paths (timeout, abort, stdin) have helpers.
     """
     readers = {out.fd: out for out in outputs}  # the open pipes
-    poller, stdin_fd = _watch(child, readers, stdin_fd, stdin_data)
-    pending = memoryview(stdin_data)
-    exit_fd = child.exit_fd
-    monotonic = time.monotonic
-    read = os.read
-    kill = _KillSequence(child, timeout, grace, monotonic())
+    poller: select.epoll | None = None
     interrupted: BaseException | None = None
     try:
+        # From here the ``finally`` below leaves nothing, whatever interrupts: the
+        # caller's own cleanup (``handover``) stops. No call comes before this mark.
+        if handover is not None:
+            handover.supervised = True
+        poller = _watch(child, readers, stdin_fd, stdin_data)
+        if stdin_fd >= 0 and not stdin_data:  # nothing to feed: the child sees end-of-file
+            fd, stdin_fd = stdin_fd, -1  # forgotten before closed: never closed twice
+            _close(fd)
+        pending = memoryview(stdin_data)
+        exit_fd = child.exit_fd
+        monotonic = time.monotonic
+        read = os.read
+        kill = _KillSequence(child, timeout, grace, monotonic())
         while True:
             now = monotonic()
             limit = kill.limit
@@ -271,12 +282,14 @@ def supervise(
             for fd, _ in events:
                 if fd == exit_fd:
                     kill.exited()
-                    stdin_fd = _stop_feeding(poller, stdin_fd)
+                    fed, stdin_fd = stdin_fd, -1  # forgotten before closed: never twice
+                    _stop_feeding(poller, fed)
                     continue
                 if fd == stdin_fd:
                     pending = _feed(fd, pending)
                     if not pending:
-                        stdin_fd = _stop_feeding(poller, fd)
+                        stdin_fd = -1
+                        _stop_feeding(poller, fd)
                     continue
                 out = readers.get(fd)
                 if out is None:  # stdin's, after it was closed in the same round
@@ -286,9 +299,9 @@ def supervise(
                 except OSError:
                     chunk = b""
                 if not chunk:  # end-of-file
+                    del readers[fd]  # forgotten before closed: never closed twice
                     poller.unregister(fd)
                     _close(fd)
-                    del readers[fd]
                     continue
                 out.capture.write(chunk)
                 if stream:
@@ -300,7 +313,8 @@ def supervise(
             if kill.exited_at is not None and not readers:
                 break
     finally:
-        poller.close()
+        if poller is not None:
+            poller.close()
         if stdin_fd >= 0:
             _close(stdin_fd)
         for fd in readers:
