@@ -11,10 +11,13 @@ must run the next call (it has one slot).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 SWEEP = Path(__file__).with_name("ctrl_c_sweep.py")
 
@@ -63,3 +66,67 @@ def test_ctrl_c_at_any_point_of_a_blocking_call_loses_no_slot_and_no_spawner_thr
     assert [r for r in rounds if not r["next call runs"]] == []
     left = {r["at"].split(":")[0] for r in rounds if r["left"]}
     assert left <= BLOCKING_WINDOW
+
+
+# A trio program whose own callback computes for long: Ctrl-C must reach the
+# callback itself (as it would outside a call), not wait for its next await.
+CALLBACK_SCRIPT = r"""
+import json, os, signal, sys, time
+import trio
+from command_handle import CommandHandle, Executor
+
+MARK = sys.argv[2]
+CHATTY_NAP = CommandHandle.load({
+    "name": "chatty-nap", "handle": "command", "command": "/bin/sh",
+    "parameters": {"type": "object", "properties": {"seconds": {"type": "string"}}},
+    "arguments": ["-c", 'echo hi; exec sleep "$0"', {"$": "seconds"}],
+})
+EXECUTOR = Executor()
+spun = {"finished": False}
+
+def spin():
+    signal.raise_signal(signal.SIGINT)
+    end = time.monotonic() + 60
+    while time.monotonic() < end:  # pure Python, no checkpoint
+        pass
+    spun["finished"] = True
+
+async def on_chunk(stream, data):
+    spin()
+
+def on_started(pid, program):
+    spin()
+
+async def main():
+    prepared = EXECUTOR.prepare(CHATTY_NAP, {"seconds": MARK})
+    if sys.argv[1] == "on_chunk":
+        await EXECUTOR.run(prepared, on_chunk)
+    else:
+        await EXECUTOR.run(prepared, on_started=on_started)
+
+try:
+    trio.run(main)
+    outcome = "returned"
+except KeyboardInterrupt:
+    outcome = "KeyboardInterrupt"
+print(json.dumps({"outcome": outcome, "callback finished": spun["finished"]}))
+"""
+
+
+@pytest.mark.parametrize("callback", ["on_chunk", "on_started"])
+def test_ctrl_c_reaches_a_computing_callback_of_a_trio_call(callback: str) -> None:
+    mark = f"{9000 + os.getpid() % 1000}.{len(callback)}31"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CALLBACK_SCRIPT, callback, mark],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        report = json.loads(done.stdout)
+        assert report == {"outcome": "KeyboardInterrupt", "callback finished": False}
+        left = subprocess.run(["pgrep", "-f", f"sleep {mark}"], capture_output=True, text=True)
+        assert left.stdout == ""
+    finally:
+        subprocess.run(["pkill", "-f", f"sleep {mark}"], check=False)
