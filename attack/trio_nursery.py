@@ -50,10 +50,20 @@ async def one(r: int, i: int) -> None:
                 pass
     elif MODE == "start":
         process = await EXECUTOR.start(
-            EXECUTOR.prepare(NAP, {"seconds": seconds(r, i)}), owner="attack"
+            EXECUTOR.prepare(NAP, {"seconds": seconds(r, i)}), owner=f"o{i}"
         )
         await trio.sleep(100)
         del process
+    elif MODE == "plan":
+        from command_handle import utcp
+
+        template = {
+            "name": "pipe",
+            "call_template_type": "cli",
+            "commands": [{"command": f"sleep {seconds(r, i)} | cat | sleep {seconds(r, i)}"}],
+            "env_vars": {"PATH": "/usr/bin:/bin"},
+        }
+        await EXECUTOR.run(utcp.prepare(template, {}, policy=EXECUTOR.policy))
     else:
         await EXECUTOR.call(NAP, {"seconds": seconds(r, i)})
 
@@ -80,6 +90,18 @@ async def works() -> bool:
     return False
 
 
+def where(ki: BaseException) -> None:
+    """Print where a KeyboardInterrupt was raised when that is inside the package."""
+    import traceback
+
+    while isinstance(ki, BaseExceptionGroup):
+        ki = ki.exceptions[0]
+    frames = traceback.extract_tb(ki.__traceback__)
+    if frames and "command_handle" in frames[-1].filename:
+        print("KI raised in the package:", file=sys.stderr)
+        print("".join(traceback.format_list(frames[-8:])), file=sys.stderr)
+
+
 stats: dict[str, object] = {"rounds": 0, "ki": 0, "other": {}, "left_now": 0}
 stats.update({"left_later": 0, "broken": 0, "samples": []})
 for r in range(ROUNDS):
@@ -88,10 +110,14 @@ for r in range(ROUNDS):
     outcome = "none"
     try:
         trio.run(main, r, timer)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as ki:
         outcome = "ki"
+        where(ki)
     except BaseExceptionGroup as group:
-        rest = group.split(KeyboardInterrupt)[1]
+        kis, rest = group.split(KeyboardInterrupt)
+        if kis is not None:
+            for ki in kis.exceptions:
+                where(ki)
         outcome = "ki" if rest is None else repr(rest)[:200]
     except BaseException as exc:
         outcome = repr(exc)[:200]
@@ -105,6 +131,7 @@ for r in range(ROUNDS):
     time.sleep(0.2)
     later = leftovers()
     stats["rounds"] += 1
+    stats["fds"] = len(os.listdir("/proc/self/fd"))
     if outcome == "ki":
         stats["ki"] += 1
     else:

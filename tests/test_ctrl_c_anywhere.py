@@ -130,3 +130,65 @@ def test_ctrl_c_reaches_a_computing_callback_of_a_trio_call(callback: str) -> No
         assert left.stdout == ""
     finally:
         subprocess.run(["pkill", "-f", f"sleep {mark}"], check=False)
+
+
+# A process whose first trio call runs a plan: the interpreter module is
+# imported after the call began, and its step launch must be protected too:
+# a pipeline's commands run in tasks of their own, outside the call's frames.
+# SIGINT is raised right after a step's launch returned, before its
+# supervision: unprotected, the KeyboardInterrupt would leave the child.
+PLAN_SCRIPT = r"""
+import json, signal, subprocess, sys
+import trio
+from command_handle import Executor, utcp
+
+MARK = sys.argv[1]
+TEMPLATE = {
+    "name": "nap", "call_template_type": "cli",
+    "commands": [{"command": "sleep " + MARK + " | cat"}], "env_vars": {"PATH": "/usr/bin:/bin"},
+}
+EXECUTOR = Executor()
+fired = []
+
+def tracer(frame, event, arg):
+    if frame.f_code.co_filename.endswith("_interpreter.py") and frame.f_code.co_name == "start":
+        if event == "line" and not fired:
+            import linecache
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+            if "self.launched = True" in line:
+                fired.append(True)
+                signal.raise_signal(signal.SIGINT)
+        return tracer
+    return tracer if event == "call" and "command_handle" in frame.f_code.co_filename else None
+
+async def main():
+    sys.settrace(tracer)
+    try:
+        await EXECUTOR.run(utcp.prepare(TEMPLATE, {}, policy=EXECUTOR.policy))
+    finally:
+        sys.settrace(None)
+
+try:
+    trio.run(main)
+    outcome = "returned"
+except BaseException as exc:
+    outcome = type(exc).__name__
+left = subprocess.run(["pgrep", "-f", "sleep " + MARK], capture_output=True, text=True).stdout
+print(json.dumps({"outcome": outcome, "fired": bool(fired), "left": left.split()}))
+"""
+
+
+def test_ctrl_c_after_a_plan_step_launched_in_the_first_trio_call_leaves_no_child() -> None:
+    mark = f"{9100 + os.getpid() % 1000}.417"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", PLAN_SCRIPT, mark],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        report = json.loads(done.stdout.splitlines()[-1])
+        assert report == {"outcome": "KeyboardInterrupt", "fired": True, "left": []}
+    finally:
+        subprocess.run(["pkill", "-f", f"sleep {mark}"], check=False)

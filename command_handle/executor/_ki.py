@@ -38,12 +38,20 @@ _marked = False
 def held(function: F) -> F:
     """Protect ``function`` (and what it calls) from an immediate Ctrl-C under trio."""
     _HELD.append(function)
+    if _marked:  # a module imported after the first call (the plan interpreter)
+        import trio
+
+        trio.lowlevel.enable_ki_protection(function)
     return function
 
 
 def _open(function: F) -> F:
     """Run ``function`` (and what it calls) open to Ctrl-C, even inside a held one."""
     _OPEN.append(function)
+    if _marked:
+        import trio
+
+        trio.lowlevel.disable_ki_protection(function)
     return function
 
 
