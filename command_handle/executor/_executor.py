@@ -41,7 +41,7 @@ from ..policy import Policy
 from . import _bubblewrap as bubblewrap
 from ._call_plan import describe
 from ._drive import ChunkCallback, SyncChunkCallback
-from ._ki import held, protect
+from ._ki import held, open_chunk, open_started, protect
 from ._landlock import SandboxProfile
 from ._process import launch_error, run_invocation, run_invocation_sync
 from ._sandbox import call_tmpdir, call_tmpdir_async, profile_for, spawner_for
@@ -289,7 +289,10 @@ class Executor:
         one after a plan's earlier steps ran raises
         :class:`~command_handle.errors.AfterRunError` carrying them.
         """
-        return await self._run(self._accept(prepared), on_chunk, on_started, fresh=False)
+        # The caller's callbacks stay open to Ctrl-C inside the held call (see _ki).
+        return await self._run(
+            self._accept(prepared), open_chunk(on_chunk), open_started(on_started), fresh=False
+        )
 
     @held
     async def _run(
