@@ -263,6 +263,38 @@ def test_a_child_may_run_on_every_cpu_after_its_spawner_thread_was_moved() -> No
     assert seen == [f"{everything}\n"] * (5 * len(everything))
 
 
+@pytest.mark.parametrize("library", ["trio", "asyncio"])
+def test_an_async_callers_child_may_run_on_every_cpu_too(library: str) -> None:
+    """An async caller moves the idle spawner threads onto its loop's CPU as a
+    blocking one does; the children still get every CPU of the main thread.
+    Each loop runs in a thread pinned to one CPU, on each CPU in turn."""
+    from command_handle.executor._process import run_invocation
+
+    from .processes import python_handle
+
+    everything = sorted(os.sched_getaffinity(0))
+    invocation = python_handle("import os; print(sorted(os.sched_getaffinity(0)))").render()
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs)  # no thread yet
+    seen: list[str] = []
+
+    async def calls() -> None:
+        for _ in range(5):
+            seen.append(str((await run_invocation(invocation, confined=spawner)).stdout))
+
+    def loop_on(cpu: int) -> None:
+        os.sched_setaffinity(0, {cpu})  # this loop's thread only
+        if library == "trio":
+            trio.run(calls)
+        else:
+            asyncio.run(calls())
+
+    for cpu in everything:
+        caller = threading.Thread(target=loop_on, args=(cpu,))
+        caller.start()
+        caller.join(60)
+    assert seen == [f"{everything}\n"] * (5 * len(everything))
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_a_restriction_of_every_thread_holds_after_a_move() -> None:
     """``taskset -a`` restricts every thread of a running process, the idle

@@ -528,9 +528,10 @@ class Spawner:
     # instead of one (docs/decisions.md). Each byte is one idle thread claimed
     # by a caller, under the lock; the queue holds the jobs.
     #
-    # Before the write, a blocking caller moves the idle threads onto its own
-    # CPU: a thread woken on another CPU costs a cross-CPU wake each way, which
-    # on a virtual machine measured about 0.3x of a whole call (docs/decisions.md).
+    # Before the write, the caller moves the idle threads onto its own CPU, where
+    # it is about to block (or its event loop to wait): a thread woken on another
+    # CPU costs a cross-CPU wake each way, which on a virtual machine measured
+    # about 0.3x of a whole call (docs/decisions.md).
     # A woken thread leaves the sleepers under the lock, so nobody moves it
     # again, then takes the main thread's CPUs before it launches anything: the
     # child inherits the launching thread's CPUs.
@@ -597,14 +598,12 @@ class Spawner:
                 continue
             job.run(failure)
 
-    def _submit(self, job: _Job, move: bool = False) -> None:
-        """Queue ``job`` and wake or start a thread for it. ``move``: a caller
-        about to block moves the idle threads onto its CPU (an event loop goes
-        on running there, and would only compete with the thread for it)."""
+    def _submit(self, job: _Job) -> None:
+        """Queue ``job`` and wake or start a thread for it."""
         with self._lock:
             self._jobs.put(job)
             if self._idle:
-                if move and self._sleepers:
+                if self._sleepers:
                     _move_to_this_cpu(self._sleepers)
                 # The claim and its byte together, with no call between them where
                 # Python could raise Ctrl-C: an idle thread is never claimed unwoken.
@@ -637,7 +636,7 @@ class Spawner:
         done.acquire()
         job = _Job(function, done.release, undo)
         try:
-            self._submit(job, move=True)
+            self._submit(job)
             if job.park():
                 done.acquire()
             return job.result()  # type: ignore[return-value]
@@ -860,8 +859,9 @@ async def launch_async(
     settle: bool = False,
 ) -> Child:
     """The same under trio or asyncio. With ``settle`` (a call whose output
-    nobody streams), the default spawner thread waits up to 2 ms for the child
-    to exit before it wakes the caller (see :func:`_settled`)."""
+    nobody streams), the default spawner thread, where it may run on one CPU
+    only, waits up to 2 ms for the child to exit before it wakes the caller
+    (see :func:`_settled`)."""
     chosen = _chosen(no_new_privs, confined)
     if chosen is None:
         return start()
@@ -875,7 +875,8 @@ _SETTLE_MS = 2
 
 def _settled(start: Callable[[], Child], chosen: Spawner) -> Callable[[], Child]:
     """``start``, then a wait of up to 2 ms for the child's exit, on the spawner
-    thread, unless another launch is queued behind it there.
+    thread, where it may run on one CPU only, unless another launch is queued
+    behind it there.
 
     A caller woken through an event loop pays a pass of the loop for every
     wake. Woken at once, it starts supervising while the child runs, and on one
@@ -883,12 +884,16 @@ def _settled(start: Callable[[], Child], chosen: Spawner) -> Callable[[], Child]
     to wake the loop: up to four passes for ``/bin/echo``, where a blocking caller
     pays a bare ``epoll_wait`` each. Waiting here, where a wait is a ``poll``,
     the caller is woken once, mostly with everything ready. A child that runs
-    longer, or fills a pipe, is supervised as before after 2 ms
-    (docs/decisions.md)."""
+    longer, or fills a pipe, is supervised as before after 2 ms.
+
+    With more CPUs the child runs beside the caller, which supervises it
+    meanwhile: there the wait only delays the caller, by 0.3x to 0.4x of a
+    call (docs/decisions.md). The thread has the main thread's CPUs when it
+    launches (:meth:`_Sleeper.restore`), which is what this asks."""
 
     def start_and_settle() -> Child:
         child = start()
-        if chosen._jobs.empty():  # nobody waits for this thread
+        if chosen._jobs.empty() and len(os.sched_getaffinity(0)) == 1:
             try:
                 poller = select.poll()
                 poller.register(child.exit_fd, select.POLLIN)
