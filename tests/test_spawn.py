@@ -362,3 +362,43 @@ def test_children_follow_the_main_threads_cpus_without_a_move() -> None:
     widened = trio.run(from_trio)
     assert narrowed == [f"[{first}]\n"] * 3
     assert widened == [f"{sorted(everything)}\n"] * 3
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_busy_spawner_thread_follows_the_main_threads_cpus() -> None:
+    """A thread that takes the next launch from the queue without going idle
+    (concurrent callers keep it busy) is never woken; the main thread's CPUs,
+    changed while it was busy, must still reach the child it launches next."""
+    from command_handle.executor._process import run_invocation_sync
+
+    from .processes import python_handle
+
+    everything = os.sched_getaffinity(0)
+    first = min(everything)
+    invocation = python_handle("import os; print(sorted(os.sched_getaffinity(0)))").render()
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs, size=1)
+    running, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # keeps the only thread busy until released
+        running.set()
+        release.wait(60)
+
+    holder = threading.Thread(target=spawner.call, args=(hold,))
+    holder.start()
+    assert running.wait(60)
+    seen: list[str] = []
+    caller = threading.Thread(
+        target=lambda: seen.append(str(run_invocation_sync(invocation, None, spawner).stdout))
+    )
+    caller.start()
+    deadline = time.monotonic() + 10
+    while spawner._jobs.empty() and time.monotonic() < deadline:  # the launch is queued
+        time.sleep(0.01)
+    os.sched_setaffinity(0, {first})  # the main thread's (this test runs in it)
+    try:
+        release.set()
+        holder.join(60)
+        caller.join(60)
+    finally:
+        os.sched_setaffinity(0, everything)
+    assert seen == [f"[{first}]\n"]
