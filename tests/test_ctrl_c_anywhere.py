@@ -39,6 +39,7 @@ def test_ctrl_c_at_any_point_of_a_trio_call_leaves_no_child_and_no_lost_slot() -
     assert len(rounds) > 100
     bad = [r for r in rounds if r["outcome"] != "KeyboardInterrupt" or r["left"]]
     assert bad == []
+    assert [r for r in rounds if r["unmarked moves"]] == []
     assert [r for r in rounds if not r["next call runs"]] == []
 
 
@@ -52,6 +53,11 @@ def test_ctrl_c_at_any_point_of_a_blocking_call_leaves_no_child_slot_or_spawner_
     # the next blocking call wait for ever.
     assert [r for r in rounds if not r["next call runs"]] == []
     assert [r for r in rounds if r["left"]] == []
+    # Cut short as it moves the idle spawner thread onto the caller's CPU, the
+    # call leaves that thread marked to take the main thread's CPUs back.
+    if len(os.sched_getaffinity(0)) > 1:
+        assert "move_to" in reached
+    assert [r for r in rounds if r["unmarked moves"]] == []
 
 
 # A trio program whose own callback computes for long: Ctrl-C must reach the

@@ -446,11 +446,15 @@ class _Sleeper:
     def move_to(self, cpu: int) -> None:
         if self.moved and self.on == cpu:
             return  # still there from the last call: no system call
+        # Marked before the move: a Ctrl-C as the system call returns (a blocking
+        # caller's, or an asyncio loop's outside asyncio.run) must not leave the
+        # thread on one CPU unmarked, or it would launch there without a restore.
+        self.moved = True
         try:
             os.sched_setaffinity(self.tid, (cpu,))
         except OSError:  # a CPU taken away meanwhile: it wakes where it may
             return
-        self.moved, self.on = True, cpu
+        self.on = cpu
 
     def restore(self) -> None:
         """Take the main thread's CPUs, before this thread runs a job (a launch):
