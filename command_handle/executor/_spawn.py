@@ -592,10 +592,12 @@ class Spawner:
                     self._idle += 1
                     if me is not None:
                         self._sleepers.add(me)
-                claimed = self._wait_for_work(poller)
-                if me is not None:
-                    with self._lock:
-                        self._sleepers.discard(me)
+                try:
+                    claimed = self._wait_for_work(poller)
+                finally:  # a thread that ends is no sleeper: a move by its id could
+                    if me is not None:  # reach another thread that reuses the id
+                        with self._lock:
+                            self._sleepers.discard(me)
                 if not claimed:
                     return  # idle: a later call starts a new thread
                 continue
