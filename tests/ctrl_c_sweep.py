@@ -1,7 +1,9 @@
 """Ctrl-C at every point where CPython can raise it, during one call: run as a script.
 
-``python tests/ctrl_c_sweep.py trio`` runs ``Executor.call`` under trio, and
-``... sync`` runs ``Executor.call_sync`` in the main thread, once per
+``python tests/ctrl_c_sweep.py trio`` runs ``Executor.call`` under trio,
+``... asyncio`` the same under ``asyncio.run`` (which turns the first Ctrl-C
+into a cancellation), and ``... sync`` runs ``Executor.call_sync`` in the
+main thread, once per
 position: SIGINT is raised at the Nth point of the call's own code where the
 interpreter runs signal handlers (a function's start, a backward jump, the
 return of a call), until the call reaches its wait for the child. Each round
@@ -13,6 +15,7 @@ one CPU unmarked (see ``unmarked_moves``). Prints one JSON line.
 
 from __future__ import annotations
 
+import asyncio
 import dis
 import functools
 import json
@@ -108,6 +111,8 @@ class Sweep:
         try:
             if mode == "trio":
                 trio.run(self.call, seconds)
+            elif mode == "asyncio":
+                asyncio.run(self.call(seconds))
             else:
                 self.call_sync(seconds)
             outcome = "returned"
