@@ -1,17 +1,21 @@
 """Ctrl-C at every point where CPython can raise it, during one call: run as a script.
 
-``python tests/ctrl_c_sweep.py trio`` runs ``Executor.call`` under trio, and
-``... sync`` runs ``Executor.call_sync`` in the main thread, once per
+``python tests/ctrl_c_sweep.py trio`` runs ``Executor.call`` under trio,
+``... asyncio`` the same under ``asyncio.run`` (which turns the first Ctrl-C
+into a cancellation), and ``... sync`` runs ``Executor.call_sync`` in the
+main thread, once per
 position: SIGINT is raised at the Nth point of the call's own code where the
 interpreter runs signal handlers (a function's start, a backward jump, the
 return of a call), until the call reaches its wait for the child. Each round
 must end in KeyboardInterrupt, leave no child in the process table, and leave
 the Executor able to run the next call (it has one slot: a slot lost to the
-interrupt would block that call). Prints one JSON line.
+interrupt would block that call), and leave no idle spawner thread moved onto
+one CPU unmarked (see ``unmarked_moves``). Prints one JSON line.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dis
 import functools
 import json
@@ -107,6 +111,8 @@ class Sweep:
         try:
             if mode == "trio":
                 trio.run(self.call, seconds)
+            elif mode == "asyncio":
+                asyncio.run(self.call(seconds))
             else:
                 self.call_sync(seconds)
             outcome = "returned"
@@ -143,6 +149,22 @@ def next_call_runs() -> bool:
     return not done.is_alive()
 
 
+def unmarked_moves() -> list[str]:
+    """Idle spawner threads left on other CPUs than the main thread's (a move
+    the Ctrl-C cut short) without the mark that makes them take the main
+    thread's back before they launch: their children would inherit that one
+    CPU (with three CPUs or more, where a later caller may not move them)."""
+    from command_handle.executor import _spawn
+
+    main_cpus = os.sched_getaffinity(0)
+    with _spawn.spawner._lock:
+        return [
+            f"thread {sleeper.tid} on {sorted(os.sched_getaffinity(sleeper.tid))}"
+            for sleeper in _spawn.spawner._sleepers
+            if os.sched_getaffinity(sleeper.tid) != main_cpus and not sleeper.moved
+        ]
+
+
 def main(mode: str) -> None:
     sweep = Sweep()
     trio.run(EXECUTOR.call, NAP, {"seconds": "0"})  # the spawner thread exists
@@ -151,6 +173,7 @@ def main(mode: str) -> None:
     while True:
         seconds = f"{os.getpid()}{target:05d}.5"  # unique, and longer than any test run
         outcome = sweep.round(target, seconds, mode)
+        unmarked = unmarked_moves()  # before the next call moves them again
         if sweep.waited:
             left(seconds)
             break  # the call reached its wait: every point before it was swept
@@ -159,6 +182,7 @@ def main(mode: str) -> None:
                 "at": sweep.fired_at,
                 "outcome": outcome,
                 "left": left(seconds),
+                "unmarked moves": unmarked,
                 "next call runs": next_call_runs(),
             }
         )

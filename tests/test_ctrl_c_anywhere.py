@@ -39,7 +39,24 @@ def test_ctrl_c_at_any_point_of_a_trio_call_leaves_no_child_and_no_lost_slot() -
     assert len(rounds) > 100
     bad = [r for r in rounds if r["outcome"] != "KeyboardInterrupt" or r["left"]]
     assert bad == []
+    assert [r for r in rounds if r["unmarked moves"]] == []
     assert [r for r in rounds if not r["next call runs"]] == []
+
+
+def test_ctrl_c_at_any_point_of_an_asyncio_call_leaves_no_child_and_no_lost_slot() -> None:
+    """Under ``asyncio.run`` the first Ctrl-C cancels the main task; the call's
+    hand-off moves the idle spawner threads onto the loop's CPU as a blocking
+    call's does, and must leave them marked for the restore."""
+    rounds = sweep("asyncio")
+    reached = {point.split(":")[0] for point in (r["at"] for r in rounds)}
+    assert {"render", "acquire", "call_async", "_submit", "supervise"} <= reached
+    if len(os.sched_getaffinity(0)) > 1:
+        assert "move_to" in reached
+    assert len(rounds) > 100
+    bad = [r for r in rounds if r["outcome"] != "KeyboardInterrupt" or r["left"]]
+    assert bad == []
+    assert [r for r in rounds if not r["next call runs"]] == []
+    assert [r for r in rounds if r["unmarked moves"]] == []
 
 
 def test_ctrl_c_at_any_point_of_a_blocking_call_leaves_no_child_slot_or_spawner_thread() -> None:
@@ -52,6 +69,11 @@ def test_ctrl_c_at_any_point_of_a_blocking_call_leaves_no_child_slot_or_spawner_
     # the next blocking call wait for ever.
     assert [r for r in rounds if not r["next call runs"]] == []
     assert [r for r in rounds if r["left"]] == []
+    # Cut short as it moves the idle spawner thread onto the caller's CPU, the
+    # call leaves that thread marked to take the main thread's CPUs back.
+    if len(os.sched_getaffinity(0)) > 1:
+        assert "move_to" in reached
+    assert [r for r in rounds if r["unmarked moves"]] == []
 
 
 # A trio program whose own callback computes for long: Ctrl-C must reach the

@@ -362,3 +362,105 @@ def test_children_follow_the_main_threads_cpus_without_a_move() -> None:
     widened = trio.run(from_trio)
     assert narrowed == [f"[{first}]\n"] * 3
     assert widened == [f"{sorted(everything)}\n"] * 3
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_busy_spawner_thread_follows_the_main_threads_cpus() -> None:
+    """A thread that takes the next launch from the queue without going idle
+    (concurrent callers keep it busy) is never woken; the main thread's CPUs,
+    changed while it was busy, must still reach the child it launches next."""
+    from command_handle.executor._process import run_invocation_sync
+
+    from .processes import python_handle
+
+    everything = os.sched_getaffinity(0)
+    first = min(everything)
+    invocation = python_handle("import os; print(sorted(os.sched_getaffinity(0)))").render()
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs, size=1)
+    running, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # keeps the only thread busy until released
+        running.set()
+        release.wait(60)
+
+    holder = threading.Thread(target=spawner.call, args=(hold,))
+    holder.start()
+    assert running.wait(60)
+    seen: list[str] = []
+    caller = threading.Thread(
+        target=lambda: seen.append(str(run_invocation_sync(invocation, None, spawner).stdout))
+    )
+    caller.start()
+    deadline = time.monotonic() + 10
+    while spawner._jobs.empty() and time.monotonic() < deadline:  # the launch is queued
+        time.sleep(0.01)
+    os.sched_setaffinity(0, {first})  # the main thread's (this test runs in it)
+    try:
+        release.set()
+        holder.join(60)
+        caller.join(60)
+    finally:
+        os.sched_setaffinity(0, everything)
+    assert seen == [f"[{first}]\n"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_spawner_threads_ending_while_callers_move_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Idle threads are moved by their native id, so a thread that has ended
+    must never be among those a caller moves (a new thread could reuse its
+    id). Threads end after a short idle time here while blocking and async
+    callers on each CPU keep moving the idle ones: every thread moved is alive,
+    every call runs, and every child gets every CPU."""
+    from command_handle.executor._process import run_invocation, run_invocation_sync
+
+    from .processes import python_handle
+
+    monkeypatch.setattr(_spawn, "_IDLE_SECONDS", 0.003)
+    everything = sorted(os.sched_getaffinity(0))
+    invocation = python_handle("import os; print(sorted(os.sched_getaffinity(0)))").render()
+    spawner = _spawn.Spawner(_spawn.set_no_new_privs)
+    seen: list[str] = []
+    ended: list[int] = []
+    done = threading.Event()
+
+    def watch() -> None:  # the sleepers a caller would move, as the kernel knows them
+        while not done.is_set():
+            with spawner._lock:
+                ended.extend(
+                    sleeper.tid
+                    for sleeper in spawner._sleepers
+                    if not os.path.exists(f"/proc/self/task/{sleeper.tid}")
+                )
+            time.sleep(0.0005)
+
+    async def from_trio() -> None:
+        for _ in range(10):
+            seen.append(str((await run_invocation(invocation, confined=spawner)).stdout))
+            await trio.sleep(0.004)
+
+    def caller_on(cpu: int, kind: str) -> None:
+        os.sched_setaffinity(0, {cpu})  # this caller's thread only
+        if kind == "trio":
+            trio.run(from_trio)
+            return
+        for _ in range(10):
+            seen.append(str(run_invocation_sync(invocation, None, spawner).stdout))
+            time.sleep(0.004)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    callers = [
+        threading.Thread(target=caller_on, args=(cpu, kind))
+        for cpu in everything
+        for kind in ("trio", "blocking")
+    ]
+    try:
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(120)
+    finally:
+        done.set()
+        watcher.join(10)
+    assert ended == []
+    assert seen == [f"{everything}\n"] * (10 * len(callers))

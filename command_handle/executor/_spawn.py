@@ -446,24 +446,30 @@ class _Sleeper:
     def move_to(self, cpu: int) -> None:
         if self.moved and self.on == cpu:
             return  # still there from the last call: no system call
+        # Marked before the move: a Ctrl-C as the system call returns (a blocking
+        # caller's, or an asyncio loop's outside asyncio.run) must not leave the
+        # thread on one CPU unmarked, or it would launch there without a restore.
+        self.moved = True
         try:
             os.sched_setaffinity(self.tid, (cpu,))
         except OSError:  # a CPU taken away meanwhile: it wakes where it may
             return
-        self.moved, self.on = True, cpu
+        self.on = cpu
 
-    def restore(self, moved: bool) -> None:
-        """Take the main thread's CPUs, before this thread launches a child: those
-        it has now, not those it had when this thread started, or a restriction
-        made since (``taskset -a``, which sets every thread's) would be undone by
-        a move, and a change of the main thread's would reach the children of
-        some wakes only. One ``sched_getaffinity`` per wake (0.3 us)."""
+    def restore(self) -> None:
+        """Take the main thread's CPUs, before this thread runs a job (a launch):
+        those it has now, not those it had when this thread started, or a
+        restriction made since (``taskset -a``, which sets every thread's) would
+        be undone by a move; and before every job, not only after a wake, or a
+        change of the main thread's would not reach the children of a thread
+        kept busy by concurrent callers. One ``sched_getaffinity`` per job
+        (0.3 us). Only while this thread is not a sleeper: nobody moves it."""
         self.on = -1
         try:
             cpus = os.sched_getaffinity(os.getpid())
-            if moved or cpus != self.cpus:
-                self.cpus = cpus
+            if self.moved or cpus != self.cpus:
                 os.sched_setaffinity(0, cpus)
+                self.cpus, self.moved = cpus, False
         except OSError:  # the main thread is gone (interpreter exit), or none of its
             pass  # CPUs is left to us (a cpuset changed): this thread stays where it is
 
@@ -533,8 +539,8 @@ class Spawner:
     # CPU costs a cross-CPU wake each way, which on a virtual machine measured
     # about 0.3x of a whole call (docs/decisions.md).
     # A woken thread leaves the sleepers under the lock, so nobody moves it
-    # again, then takes the main thread's CPUs before it launches anything: the
-    # child inherits the launching thread's CPUs.
+    # again, then takes the main thread's CPUs before each launch, woken or
+    # kept busy: the child inherits the launching thread's CPUs.
 
     def _wait_for_work(self, poller: select.poll) -> bool:
         """Idle until a caller claims this thread (True), or for 30 s (False:
@@ -586,16 +592,17 @@ class Spawner:
                     self._idle += 1
                     if me is not None:
                         self._sleepers.add(me)
-                claimed = self._wait_for_work(poller)
-                if me is not None:
-                    with self._lock:
-                        self._sleepers.discard(me)
-                        moved, me.moved = me.moved, False
-                    if claimed:
-                        me.restore(moved)
+                try:
+                    claimed = self._wait_for_work(poller)
+                finally:  # a thread that ends is no sleeper: a move by its id could
+                    if me is not None:  # reach another thread that reuses the id
+                        with self._lock:
+                            self._sleepers.discard(me)
                 if not claimed:
                     return  # idle: a later call starts a new thread
                 continue
+            if me is not None:
+                me.restore()
             job.run(failure)
 
     def _submit(self, job: _Job) -> None:
