@@ -6,6 +6,7 @@ and the executor must stay usable afterwards, with nothing left behind."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import signal
@@ -83,14 +84,32 @@ def recorded_pids(directory: Path) -> list[int]:
 
 @contextmanager
 def nothing_left_behind() -> Iterator[None]:
-    """Assert that the block leaves no child process and no descriptor open."""
+    """Assert that the block leaves no child process and no descriptor open.
+
+    Garbage of earlier tests is collected first: an object that owns a
+    descriptor closes it when collected (a trio wake pipe dropped by a
+    cancelled call, say), and a collection during the block would otherwise
+    look like a descriptor closed by it."""
+    gc.collect()
     fds = open_fds()
+    before = {fd: _target(fd) for fd in fds}
     yield
     deadline = time.monotonic() + 5
     while children() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert children() == []
-    assert open_fds() == fds
+    after = open_fds()
+    assert after == fds, {
+        "left open": {fd: _target(fd) for fd in after - fds},
+        "closed": {fd: before[fd] for fd in fds - after},
+    }
+
+
+def _target(fd: int) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return "?"
 
 
 # -- a child that misbehaves ------------------------------------------------------
