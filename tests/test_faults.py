@@ -341,6 +341,7 @@ def test_running_out_of_descriptors_is_a_clear_error_and_the_executor_recovers()
 
     async def main() -> dict[str, Any]:
         refusals: list[LaunchError] = []
+        gc.collect()  # earlier garbage: see nothing_left_behind
         fds = open_fds()
         with descriptors_exhausted():
             for attempt in (
